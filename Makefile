@@ -1,0 +1,38 @@
+# The two commands (README.md):   make test   |   make tune
+# Everything else here is a step of those two.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PRESET ?= default
+BUILD_DIR ?= build
+export CUDACXX ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+JOBS ?= $(shell nproc)
+
+.PHONY: help deps configure build test tune check-gpu clean
+
+help:
+	@echo "make test   install dependencies, configure, build everything (all kernel variants), run all tests"
+	@echo "make tune   on a GPU machine: build, benchmark every variant, select winners, rewrite tuned headers and reports"
+	@echo "make deps | configure | build | clean"
+
+deps:
+	@tools/install-deps.sh
+
+configure: deps
+	cmake --preset $(PRESET)
+
+build: configure
+	cmake --build --preset $(PRESET) -j $(JOBS)
+
+test: build
+	ctest --preset $(PRESET) -j $(JOBS)
+
+# Checked first, before anything is installed or built.
+check-gpu:
+	@tools/check-gpu.sh
+
+tune: check-gpu
+	@$(MAKE) --no-print-directory build
+	tools/tune.sh
+
+clean:
+	rm -rf $(BUILD_DIR) build-debug

@@ -1,0 +1,77 @@
+// ktune/launch.hpp: one launch path for every kernel: grid, block, dynamic shared memory, optional
+// thread-block cluster and programmatic dependent launch, checked.
+//
+// Needs nvcc (it takes a __global__ function pointer). Host-side cost matters here: the public API
+// promises at most ~1 µs over a raw launch, so nothing below queries the device per call.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <utility>
+
+#include "status.hpp"
+
+namespace ktune {
+
+struct LaunchShape {
+  dim3 grid{1, 1, 1};
+  dim3 block{1, 1, 1};
+  std::size_t smem = 0;   ///< dynamic shared memory per block, bytes
+  unsigned cluster = 1;   ///< blocks per cluster along x (sm_90+); 1 = no cluster
+  bool pdl = false;       ///< programmatic dependent launch (sm_90+)
+};
+
+namespace detail {
+/// Raises a kernel's dynamic shared memory limit once per device (the attribute is per function and
+/// device); only needed above the 48 KB default.
+template <class Kernel>
+Status ensure_dynamic_smem(Kernel kernel, std::size_t bytes) {
+  if (bytes <= 48 * 1024) return Status::success();
+  static std::array<std::atomic<std::size_t>, 64> raised{};
+  int dev = 0;
+  KTUNE_CUDA_TRY(cudaGetDevice(&dev));
+  if (dev < 0 || dev >= 64) return Status::unsupported("device ordinal beyond 64");
+  auto& slot = raised[static_cast<std::size_t>(dev)];
+  if (slot.load(std::memory_order_acquire) >= bytes) return Status::success();
+  KTUNE_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)));
+  slot.store(bytes, std::memory_order_release);
+  return Status::success();
+}
+}  // namespace detail
+
+/// Launches `kernel` with `shape` on `stream` and checks the launch (KTUNE_CHECK_LAUNCH).
+template <class... Params, class... Args>
+Status launch(void (*kernel)(Params...), const LaunchShape& shape, cudaStream_t stream, Args&&... args) {
+  KTUNE_TRY(detail::ensure_dynamic_smem(kernel, shape.smem));
+  cudaLaunchAttribute attrs[2];
+  unsigned n = 0;
+  if (shape.cluster > 1) {
+    attrs[n].id = cudaLaunchAttributeClusterDimension;
+    attrs[n].val.clusterDim.x = shape.cluster;
+    attrs[n].val.clusterDim.y = 1;
+    attrs[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (shape.pdl) {
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = shape.grid;
+  config.blockDim = shape.block;
+  config.dynamicSmemBytes = shape.smem;
+  config.stream = stream;
+  config.attrs = n ? attrs : nullptr;
+  config.numAttrs = n;
+  KTUNE_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+  KTUNE_CHECK_LAUNCH();
+  return Status::success();
+}
+
+}  // namespace ktune

@@ -1,0 +1,242 @@
+// ktune/timing.cuh: how ktune times a kernel, and the copy ceiling kernels are compared with.
+//
+// - CUDA events around the timed region; warm-up first; samples until the median is stable.
+// - Cold L2 by rotation: the caller lays out `rotations` independent input/output sets whose total is
+//   more than twice the L2 (rotations_for_cold_l2), and each launch uses the next set.
+// - Graph replay for short kernels: when one launch takes less than `graph_below_us`, a CUDA graph of
+//   `batch` launches is captured and each sample is one replay divided by `batch`, so the CPU's
+//   launch gaps do not count as kernel time.
+// - The copy ceiling (DESIGN.md contract 8): the best of cudaMemcpyAsync device-to-device and a
+//   16-bytes-per-thread copy kernel over at least 1 GiB, bytes read plus written, median of >= 10.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fill.cuh"
+#include "status.hpp"
+
+namespace ktune {
+
+struct TimingOptions {
+  int warmup = 3;                 ///< untimed launches first
+  int min_samples = 10;
+  int max_samples = 200;
+  double stable_rel = 0.005;      ///< stop when one more round moves the median less than this
+  double max_seconds = 2.0;       ///< wall budget of GPU time for the samples
+  bool graph = true;              ///< allow graph replay for short kernels
+  double graph_below_us = 20.0;   ///< single-launch time under which graph replay is used
+  double graph_sample_us = 500.0; ///< aim for a replay of about this long
+  int max_batch = 256;
+};
+
+struct TimingResult {
+  double median_us = 0, min_us = 0, max_us = 0;
+  int samples = 0;
+  int batch = 1;        ///< launches per sample (>1 means graph replay)
+  bool graph = false;
+  std::vector<double> samples_us;
+  double spread() const { return median_us > 0 ? (max_us - min_us) / median_us : 0; }
+};
+
+/// How many disjoint sets of `bytes_per_call` make a rotation that leaves L2 cold (more than twice
+/// the L2), capped so the sets fit in `max_bytes`.
+inline std::size_t rotations_for_cold_l2(std::size_t bytes_per_call, std::size_t l2_bytes,
+                                         std::size_t max_bytes = std::size_t{4} << 30) {
+  if (bytes_per_call == 0) return 1;
+  std::size_t r = (2 * l2_bytes) / bytes_per_call + 2;
+  const std::size_t cap = std::max<std::size_t>(1, max_bytes / bytes_per_call);
+  return std::min(r, cap);
+}
+
+namespace detail {
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  Status create() {
+    KTUNE_CUDA_TRY(cudaEventCreate(&start));
+    KTUNE_CUDA_TRY(cudaEventCreate(&stop));
+    return Status::success();
+  }
+  ~EventPair() {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+  }
+};
+
+struct GraphGuard {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~GraphGuard() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t m = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
+  const double hi = v[m];
+  if (v.size() % 2) return hi;
+  return (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m))) / 2;
+}
+
+__global__ void empty_kernel() {}
+
+__global__ void copy16_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) dst[i] = src[i];
+}
+}  // namespace detail
+
+/// Times `launch(rotation)` (a callable returning Status that enqueues one call on `stream` using
+/// input/output set `rotation % rotations`).
+template <class Launch>
+Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, const TimingOptions& opt,
+                   TimingResult& out) {
+  out = TimingResult{};
+  if (rotations == 0) rotations = 1;
+  std::size_t next = 0;
+  auto enqueue = [&]() -> Status { return launch(next++ % rotations); };
+
+  for (int i = 0; i < opt.warmup; ++i) KTUNE_TRY(enqueue());
+  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+
+  detail::EventPair ev;
+  KTUNE_TRY(ev.create());
+
+  // One launch alone decides between plain and graph-replayed samples.
+  KTUNE_CUDA_TRY(cudaEventRecord(ev.start, stream));
+  KTUNE_TRY(enqueue());
+  KTUNE_CUDA_TRY(cudaEventRecord(ev.stop, stream));
+  KTUNE_CUDA_TRY(cudaEventSynchronize(ev.stop));
+  float one_ms = 0;
+  KTUNE_CUDA_TRY(cudaEventElapsedTime(&one_ms, ev.start, ev.stop));
+  const double one_us = one_ms * 1e3;
+
+  detail::GraphGuard g;
+  int batch = 1;
+  if (opt.graph && one_us < opt.graph_below_us) {
+    batch = static_cast<int>(std::clamp(opt.graph_sample_us / std::max(one_us, 1.0), 2.0,
+                                        static_cast<double>(opt.max_batch)));
+    KTUNE_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    Status captured = Status::success();
+    for (int i = 0; i < batch && captured.ok(); ++i) captured = enqueue();
+    const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);
+    KTUNE_TRY(captured);
+    KTUNE_CUDA_TRY(end);
+    KTUNE_CUDA_TRY(cudaGraphInstantiate(&g.exec, g.graph, 0));
+    KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));  // warm the graph itself
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+    out.graph = true;
+  }
+  out.batch = batch;
+
+  auto sample = [&](double& us) -> Status {
+    KTUNE_CUDA_TRY(cudaEventRecord(ev.start, stream));
+    if (out.graph) {
+      KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));
+    } else {
+      KTUNE_TRY(enqueue());
+    }
+    KTUNE_CUDA_TRY(cudaEventRecord(ev.stop, stream));
+    KTUNE_CUDA_TRY(cudaEventSynchronize(ev.stop));
+    float ms = 0;
+    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev.start, ev.stop));
+    us = ms * 1e3 / batch;
+    return Status::success();
+  };
+
+  double spent_us = 0, last_median = -1;
+  while (static_cast<int>(out.samples_us.size()) < opt.max_samples) {
+    const int round = std::max(1, opt.min_samples / 2);
+    for (int i = 0; i < round; ++i) {
+      double us = 0;
+      KTUNE_TRY(sample(us));
+      out.samples_us.push_back(us);
+      spent_us += us * batch;
+    }
+    if (static_cast<int>(out.samples_us.size()) < opt.min_samples) continue;
+    const double m = detail::median_of(out.samples_us);
+    const bool stable = last_median > 0 && std::fabs(m - last_median) <= opt.stable_rel * m;
+    last_median = m;
+    if (stable || spent_us > opt.max_seconds * 1e6) break;
+  }
+  out.samples = static_cast<int>(out.samples_us.size());
+  out.median_us = detail::median_of(out.samples_us);
+  out.min_us = *std::min_element(out.samples_us.begin(), out.samples_us.end());
+  out.max_us = *std::max_element(out.samples_us.begin(), out.samples_us.end());
+  return Status::success();
+}
+
+/// An empty kernel (one warp) timed exactly as time_kernel times everything else: the floor for
+/// launch-bound shapes.
+inline Status time_empty_kernel(cudaStream_t stream, const TimingOptions& opt, TimingResult& out) {
+  return time_kernel(
+      [&](std::size_t) -> Status {
+        detail::empty_kernel<<<1, 32, 0, stream>>>();
+        KTUNE_CHECK_LAUNCH();
+        return Status::success();
+      },
+      1, stream, opt, out);
+}
+
+struct CopyCeiling {
+  std::size_t bytes = 0;            ///< bytes copied per call (moved = 2x: read + written)
+  double memcpy_gbps = 0;           ///< cudaMemcpyAsync device-to-device
+  double kernel_gbps = 0;           ///< 16 bytes per thread copy kernel
+  double best_gbps() const { return std::max(memcpy_gbps, kernel_gbps); }
+};
+
+/// Measures the copy ceiling over `bytes` (>= 1 GiB by contract) with random (non-zero) data.
+inline Status measure_copy_ceiling(CopyCeiling& out, std::size_t bytes = std::size_t{1} << 30, int reps = 10,
+                                   cudaStream_t stream = nullptr) {
+  out = CopyCeiling{};
+  bytes = (bytes + 15) / 16 * 16;
+  out.bytes = bytes;
+  void* src = nullptr;
+  void* dst = nullptr;
+  KTUNE_CUDA_TRY(cudaMalloc(&src, bytes));
+  const cudaError_t e = cudaMalloc(&dst, bytes);
+  if (e != cudaSuccess) {
+    cudaFree(src);
+    return Status::from_cuda(e, "cudaMalloc(copy ceiling destination)");
+  }
+  auto run = [&]() -> Status {
+    KTUNE_TRY(fill_uniform(static_cast<float*>(src), bytes / 4, 0x5eed, -1.f, 1.f, stream));
+    TimingOptions opt;
+    opt.graph = false;
+    opt.min_samples = std::max(10, reps);
+    opt.max_samples = std::max(10, reps);
+    TimingResult t;
+    KTUNE_TRY(time_kernel(
+        [&](std::size_t) -> Status {
+          KTUNE_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+          return Status::success();
+        },
+        1, stream, opt, t));
+    out.memcpy_gbps = 2.0 * bytes / (t.median_us * 1e3);
+    const std::size_t n = bytes / 16;
+    const unsigned blocks = static_cast<unsigned>((n + 255) / 256);
+    KTUNE_TRY(time_kernel(
+        [&](std::size_t) -> Status {
+          detail::copy16_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint4*>(src), static_cast<uint4*>(dst), n);
+          KTUNE_CHECK_LAUNCH();
+          return Status::success();
+        },
+        1, stream, opt, t));
+    out.kernel_gbps = 2.0 * bytes / (t.median_us * 1e3);
+    return Status::success();
+  };
+  const Status st = run();
+  cudaFree(src);
+  cudaFree(dst);
+  return st;
+}
+
+}  // namespace ktune

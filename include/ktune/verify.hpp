@@ -1,0 +1,116 @@
+// ktune/verify.hpp: the correctness gate. A variant's output is compared with a float64 reference
+// element by element; outputs are poisoned before the kernel runs so an element the kernel forgot to
+// write is caught even when its stale value would happen to be right.
+//
+// Host-only (no nvcc needed); element types come from dtype.hpp.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "dtype.hpp"
+
+namespace ktune {
+
+/// An output passes when its relative L2 error is within `rel_l2` and every element is within
+/// `atol + rtol * |ref|` (numpy's allclose rule). NaN and ±inf must match the reference exactly.
+struct Tolerance {
+  double rel_l2 = 0;
+  double atol = 0;
+  double rtol = 0;
+};
+
+/// Defaults for a result computed in fp32 and rounded once to the storage type: half an ulp of the
+/// storage type is 2^-24 (fp32), 2^-11 (fp16), 2^-8 (bf16); the bounds leave room for a different
+/// but valid fp32 summation order and one extra rounding of an intermediate.
+constexpr Tolerance default_tolerance(DType t) noexcept {
+  switch (t) {
+    case DType::f32: return {1e-5, 1e-5, 1e-5};
+    case DType::f16: return {2e-3, 1e-3, 4e-3};
+    case DType::bf16: return {1.6e-2, 8e-3, 3.2e-2};
+  }
+  return {};
+}
+
+/// A NaN bit pattern that no arithmetic produces (not the canonical 0x7FFFFFFF / 0x7FFF / 0x7FC0
+/// NaN), written into outputs before a kernel runs.
+template <class T>
+constexpr std::uint32_t poison_bits() noexcept {
+  if constexpr (sizeof(T) == 4) return 0x7FBADBADu;
+  else if constexpr (std::is_same_v<T, __half>) return 0x7DADu;   // fp16 NaN, payload 0x1AD
+  else return 0x7FADu;                                             // bf16 NaN, payload 0x2D
+}
+
+template <class T>
+inline bool is_poison(T x) noexcept {
+  return bits_of(x) == poison_bits<T>();
+}
+
+struct Comparison {
+  std::size_t count = 0;
+  std::size_t unwritten = 0;      ///< elements still holding the poison pattern
+  std::size_t mismatched = 0;     ///< elements outside atol + rtol*|ref|, or with NaN/inf mismatch
+  std::size_t first_bad = static_cast<std::size_t>(-1);
+  double first_bad_value = 0;
+  double first_bad_ref = 0;
+  double max_abs = 0;             ///< over finite pairs
+  double rel_l2 = 0;              ///< ||out - ref|| / ||ref|| over finite pairs
+  bool passed = false;
+
+  std::string summary() const {
+    std::string s = passed ? "pass" : "FAIL";
+    s += ": rel_l2=" + std::to_string(rel_l2) + " max_abs=" + std::to_string(max_abs);
+    if (unwritten) s += " unwritten=" + std::to_string(unwritten);
+    if (mismatched) {
+      s += " mismatched=" + std::to_string(mismatched) + " first at [" + std::to_string(first_bad) +
+           "] got " + std::to_string(first_bad_value) + " want " + std::to_string(first_bad_ref);
+    }
+    return s;
+  }
+};
+
+/// Compares n outputs with their float64 reference. `out` is host memory (copied back).
+template <class T>
+Comparison compare(const T* out, const double* ref, std::size_t n, Tolerance tol) {
+  Comparison c;
+  c.count = n;
+  double err2 = 0, ref2 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    bool bad = false;
+    const double r = ref[i];
+    double o = 0;
+    if (is_poison(out[i])) {
+      ++c.unwritten;
+      bad = true;
+    } else {
+      o = static_cast<double>(to_float(out[i]));
+      if (std::isnan(r) || std::isnan(o)) {
+        bad = std::isnan(r) != std::isnan(o);
+      } else if (std::isinf(r) || std::isinf(o)) {
+        bad = o != r;
+      } else {
+        const double d = std::fabs(o - r);
+        err2 += d * d;
+        ref2 += r * r;
+        if (d > c.max_abs) c.max_abs = d;
+        bad = d > tol.atol + tol.rtol * std::fabs(r);
+      }
+    }
+    if (bad) {
+      ++c.mismatched;
+      if (c.first_bad == static_cast<std::size_t>(-1)) {
+        c.first_bad = i;
+        c.first_bad_value = o;
+        c.first_bad_ref = r;
+      }
+    }
+  }
+  c.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  c.passed = c.mismatched == 0 && c.rel_l2 <= tol.rel_l2;
+  return c;
+}
+
+}  // namespace ktune
