@@ -13,6 +13,7 @@
 //   template <class E> static Status original_can_implement(const Args<E>&);
 //   template <class E> static Status original_run(const Args<E>&, cudaStream_t);
 //   template <class E> static KernelResources original_resources(const Args<E>&);
+//   using Harness = ...;                                                 // a ktune::Harness (harness.hpp)
 #pragma once
 
 #include <boost/hana.hpp>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "dtype.hpp"
+#include "harness.hpp"
 #include "registry.hpp"
 #include "space.hpp"
 
@@ -89,9 +91,11 @@ void register_shard(Registry& registry = Registry::global()) {
   for_dtype(__nv_bfloat16{});
 }
 
-/// Registers the family's original kernel S (id "original") for every element type.
+/// Registers the family's original kernel S (id "original") for every element type, and the op's
+/// Harness (Family::Harness) for the benchmark and generic checks.
 template <class Family, int Arch>
 void register_original(Registry& registry = Registry::global()) {
+  HarnessRegistry::global().add(std::make_unique<typename Family::Harness>());
   auto for_dtype = [&](auto element) {
     using E = decltype(element);
     Variant v;

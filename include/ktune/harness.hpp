@@ -1,0 +1,88 @@
+// ktune/harness.hpp: what the benchmark and the generic GPU checks need to know about an op to run
+// any of its variants on a spec shape: its tensors, how to draw inputs, its float64 reference, and how
+// to build the op's Args<E> from device buffers. One Harness per op (kernels/<op>/harness.hpp),
+// registered next to the original kernel, so the tools stay generic over ops.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dtype.hpp"
+
+namespace ktune {
+
+/// Named dimension values of one problem, in the spec's order: {{"tokens", 16}, {"d", 11008}}.
+struct Shape {
+  std::vector<std::pair<std::string, std::int64_t>> dims;
+
+  std::int64_t at(const std::string& name) const {
+    for (const auto& [n, v] : dims)
+      if (n == name) return v;
+    throw std::out_of_range("shape has no dimension '" + name + "'");
+  }
+  /// "tokens=16,d=11008": the shape part of benchmark names (contract 5).
+  std::string key() const {
+    std::string s;
+    for (const auto& [n, v] : dims) s += (s.empty() ? "" : ",") + n + "=" + std::to_string(v);
+    return s;
+  }
+};
+
+enum class Access { read, write, read_write };
+
+struct TensorInfo {
+  std::string name;
+  std::size_t elements = 0;
+  int element_bytes = 0;     ///< 4 for fp32 tensors (LSE), else the op's dtype
+  Access access = Access::read;
+  bool is_output() const { return access != Access::read; }
+  std::size_t bytes() const { return elements * static_cast<std::size_t>(element_bytes); }
+};
+
+/// Host copies of a call's tensors, raw bytes, in the order of Harness::tensors().
+using HostTensors = std::vector<std::vector<std::byte>>;
+
+class Harness {
+ public:
+  virtual ~Harness() = default;
+  virtual const char* op() const = 0;
+  /// The op's tensors for `shape`, in a fixed order (inputs and outputs; in-place tensors once).
+  virtual std::vector<TensorInfo> tensors(const Shape& shape, DType dtype) const = 0;
+  /// Fresh random inputs for `seed` (never zeros), written into every input and read_write tensor.
+  virtual void fill_inputs(const Shape& shape, DType dtype, std::uint64_t seed, HostTensors& host) const = 0;
+  /// float64 reference values of every output tensor (write or read_write), in tensors() order.
+  virtual std::vector<std::vector<double>> reference(const Shape& shape, DType dtype, const HostTensors& inputs) const = 0;
+  /// The op's Args<E> for dtype, pointing at `device` buffers (tensors() order), contiguous rows.
+  virtual std::shared_ptr<const void> make_args(const Shape& shape, DType dtype, const std::vector<void*>& device) const = 0;
+};
+
+class HarnessRegistry {
+ public:
+  static HarnessRegistry& global() {
+    static HarnessRegistry r;
+    return r;
+  }
+  void add(std::unique_ptr<Harness> h) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::string op = h->op();
+    harnesses_.emplace(op, std::move(h));  // first registration wins (one per op, several archs)
+  }
+  const Harness* find(const std::string& op) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = harnesses_.find(op);
+    return it == harnesses_.end() ? nullptr : it->second.get();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<Harness>> harnesses_;
+};
+
+}  // namespace ktune
