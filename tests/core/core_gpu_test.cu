@@ -1,0 +1,248 @@
+// GPU tests of the core: the hardware model against the device, the verification gate against
+// deliberately wrong kernels, fills, timing, the copy ceiling, the run-time device check, launch.
+#include <cooperative_groups.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <vector>
+
+#include <ktune/arch.hpp>
+#include <ktune/device_check.hpp>
+#include <ktune/device_info.hpp>
+#include <ktune/fill.cuh>
+#include <ktune/intrinsics.cuh>
+#include <ktune/launch.hpp>
+#include <ktune/timing.cuh>
+#include <ktune/verify.hpp>
+
+#include "support/gpu.hpp"
+
+namespace {
+
+TEST(ArchGpu, TableRowAgreesWithTheDevice) {
+  KTUNE_REQUIRE_GPU();
+  const ktune::DeviceInfo* dev = nullptr;
+  KTUNE_ASSERT_OK(ktune::current_device(dev));
+  cudaDeviceProp p{};
+  KTUNE_ASSERT_CUDA(cudaGetDeviceProperties(&p, dev->ordinal));
+  const ktune::ArchLimits a = ktune::arch_limits(dev->arch);
+  ASSERT_TRUE(a.known()) << "no arch.hpp row for sm_" << dev->arch << " (" << p.name << ")";
+  std::printf("[ device ] %s sm_%d, %d SMs, L2 %d MB\n", p.name, dev->arch, p.multiProcessorCount, p.l2CacheSize >> 20);
+  EXPECT_EQ(a.warp_size, p.warpSize);
+  EXPECT_EQ(a.max_threads_per_block, p.maxThreadsPerBlock);
+  EXPECT_EQ(a.max_threads_per_sm, p.maxThreadsPerMultiProcessor);
+  EXPECT_EQ(a.max_blocks_per_sm, p.maxBlocksPerMultiProcessor);
+  EXPECT_EQ(a.regs_per_sm, p.regsPerMultiprocessor);
+  EXPECT_EQ(a.max_regs_per_block, p.regsPerBlock);
+  EXPECT_EQ(static_cast<std::size_t>(a.smem_per_sm), p.sharedMemPerMultiprocessor);
+  EXPECT_EQ(static_cast<std::size_t>(a.smem_per_block_optin), p.sharedMemPerBlockOptin);
+  EXPECT_EQ(static_cast<std::size_t>(a.smem_per_block_default), p.sharedMemPerBlock);
+  int cluster_launch = 0;
+  KTUNE_ASSERT_CUDA(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, dev->ordinal));
+  EXPECT_EQ(a.clusters, cluster_launch != 0);
+  EXPECT_EQ(dev->sms, p.multiProcessorCount);
+}
+
+TEST(DeviceInfoGpu, CachedPerDevice) {
+  KTUNE_REQUIRE_GPU();
+  const ktune::DeviceInfo* a = nullptr;
+  const ktune::DeviceInfo* b = nullptr;
+  KTUNE_ASSERT_OK(ktune::current_device(a));
+  KTUNE_ASSERT_OK(ktune::current_device(b));
+  EXPECT_EQ(a, b) << "the second query is served from the cache";
+  EXPECT_GT(a->l2_bytes, 0);
+}
+
+// ---- the verification gate against deliberately wrong "variants" ------------------------------
+enum class Bug { none, skipped_tail, off_by_one, race };
+
+// out[i] = 2 * in[n - 1 - i] within each block of 256, through shared memory (a block reversal),
+// so a missing barrier is a real race between warps.
+template <Bug B>
+__global__ void reverse_scale(const float* in, float* out, int n) {
+  __shared__ float tile[256];
+  const int base = blockIdx.x * 256;
+  const int t = threadIdx.x;
+  const int i = base + t;
+  if (B == Bug::race) __nanosleep(2000u * (t / 32));  // later warps write late: readers see stale data
+  tile[t] = i < n ? in[i] : 0.f;
+  if (B != Bug::race) __syncthreads();
+  const int src = 255 - t;
+  const int limit = B == Bug::skipped_tail ? n - 1 : n;
+  if (i < limit) {
+    const int j = B == Bug::off_by_one ? (src + 1) % 256 : src;
+    out[i] = 2.f * tile[j];
+  }
+}
+
+template <Bug B>
+ktune::Comparison run_gate(int n, std::uint64_t seed) {
+  float *in = nullptr, *out = nullptr;
+  EXPECT_EQ(cudaMalloc(&in, n * sizeof(float)), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&out, n * sizeof(float)), cudaSuccess);
+  EXPECT_TRUE(ktune::test::ok(ktune::fill_uniform(in, n, seed, -4.f, 4.f)));
+  EXPECT_TRUE(ktune::test::ok(ktune::fill_bits(out, n, ktune::poison_bits<float>())));
+  reverse_scale<B><<<(n + 255) / 256, 256>>>(in, out, n);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<float> h_in(n), h_out(n);
+  EXPECT_EQ(cudaMemcpy(h_in.data(), in, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(h_out.data(), out, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(in);
+  cudaFree(out);
+  std::vector<double> ref(n);
+  for (int i = 0; i < n; ++i) {
+    const int base = i / 256 * 256, src = base + 255 - (i - base);
+    ref[i] = src < n ? 2.0 * h_in[src] : 0.0;
+  }
+  return ktune::compare(h_out.data(), ref.data(), n, ktune::default_tolerance(ktune::DType::f32));
+}
+
+TEST(VerifyGpu, GateAcceptsTheCorrectKernel) {
+  KTUNE_REQUIRE_GPU();
+  const auto c = run_gate<Bug::none>(4096, 11);
+  EXPECT_TRUE(c.passed) << c.summary();
+}
+
+TEST(VerifyGpu, GateRejectsASkippedTailElement) {
+  KTUNE_REQUIRE_GPU();
+  const auto c = run_gate<Bug::skipped_tail>(4096, 12);
+  EXPECT_FALSE(c.passed);
+  EXPECT_EQ(c.unwritten, 1u) << c.summary();
+  EXPECT_EQ(c.first_bad, 4095u);
+}
+
+TEST(VerifyGpu, GateRejectsAnOffByOne) {
+  KTUNE_REQUIRE_GPU();
+  const auto c = run_gate<Bug::off_by_one>(4096, 13);
+  EXPECT_FALSE(c.passed);
+  EXPECT_GT(c.mismatched, 4000u) << c.summary();
+}
+
+TEST(VerifyGpu, GateRejectsARace) {
+  KTUNE_REQUIRE_GPU();
+  const auto c = run_gate<Bug::race>(1 << 16, 14);
+  EXPECT_FALSE(c.passed) << c.summary();
+  EXPECT_GT(c.mismatched, 0u);
+}
+
+TEST(FillGpu, DeviceFillMatchesTheHostFormula) {
+  KTUNE_REQUIRE_GPU();
+  const int n = 5000;
+  __nv_bfloat16* d = nullptr;
+  KTUNE_ASSERT_CUDA(cudaMalloc(&d, n * sizeof(*d)));
+  KTUNE_ASSERT_OK(ktune::fill_uniform(d, n, 99, -3.f, 3.f));
+  std::vector<__nv_bfloat16> h(n);
+  KTUNE_ASSERT_CUDA(cudaMemcpy(h.data(), d, n * sizeof(*d), cudaMemcpyDeviceToHost));
+  cudaFree(d);
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(ktune::bits_of(h[i]), ktune::bits_of(ktune::from_float<__nv_bfloat16>(ktune::uniform_at(99, i, -3.f, 3.f))))
+        << i;
+}
+
+// ---- timing --------------------------------------------------------------------------------------
+__global__ void scale_kernel(const float4* in, float4* out, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) {
+    float4 v = in[i];
+    out[i] = make_float4(2 * v.x, 2 * v.y, 2 * v.z, 2 * v.w);
+  }
+}
+
+TEST(TimingGpu, LargeCopyNearTheCeilingAndShortKernelsReplayedInGraphs) {
+  KTUNE_REQUIRE_GPU();
+  ktune::CopyCeiling ceiling;
+  KTUNE_ASSERT_OK(ktune::measure_copy_ceiling(ceiling));
+  std::printf("[ copy   ] memcpy %.0f GB/s, 16 B/thread kernel %.0f GB/s (read + written)\n", ceiling.memcpy_gbps,
+              ceiling.kernel_gbps);
+  EXPECT_GT(ceiling.best_gbps(), 500.0);
+  EXPECT_LT(ceiling.best_gbps(), 20000.0);
+
+  // 256 MB per call, rotated over 2 sets (> 2x L2 of any current GPU): should run near the ceiling.
+  const std::size_t n = (std::size_t{128} << 20) / sizeof(float4);
+  float4* buf = nullptr;
+  KTUNE_ASSERT_CUDA(cudaMalloc(&buf, 4 * n * sizeof(float4)));
+  KTUNE_ASSERT_OK(ktune::fill_uniform(reinterpret_cast<float*>(buf), 16 * n, 5, -1.f, 1.f));
+  ktune::TimingResult big;
+  KTUNE_ASSERT_OK(ktune::time_kernel(
+      [&](std::size_t r) -> ktune::Status {
+        scale_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(buf + 2 * r * n, buf + (2 * r + 1) * n, n);
+        KTUNE_CHECK_LAUNCH();
+        return ktune::Status::success();
+      },
+      2, nullptr, ktune::TimingOptions{}, big));
+  const double gbps = 2.0 * n * sizeof(float4) / (big.median_us * 1e3);
+  std::printf("[ timing ] 256 MB scale: %.1f us median, %.0f GB/s = %.0f%% of copy, %d samples\n", big.median_us, gbps,
+              100 * gbps / ceiling.best_gbps(), big.samples);
+  EXPECT_FALSE(big.graph) << "long kernels are timed launch by launch";
+  EXPECT_GT(gbps, 0.7 * ceiling.best_gbps());
+  EXPECT_LE(big.min_us, big.median_us);
+  EXPECT_LE(big.median_us, big.max_us);
+
+  ktune::TimingResult empty;
+  KTUNE_ASSERT_OK(ktune::time_empty_kernel(nullptr, ktune::TimingOptions{}, empty));
+  std::printf("[ timing ] empty kernel: %.2f us per launch in a graph of %d\n", empty.median_us, empty.batch);
+  EXPECT_TRUE(empty.graph);
+  EXPECT_GT(empty.batch, 1);
+  EXPECT_GT(empty.median_us, 0.2);
+  EXPECT_LT(empty.median_us, 10.0);
+  cudaFree(buf);
+}
+
+TEST(TimingGpu, RotationsLeaveL2Cold) {
+  EXPECT_EQ(ktune::rotations_for_cold_l2(std::size_t{1} << 30, 50 << 20), 2u);
+  EXPECT_EQ(ktune::rotations_for_cold_l2(10 << 20, 50 << 20), 12u);  // 10 sets + 2 > 100 MB
+  EXPECT_EQ(ktune::rotations_for_cold_l2(std::size_t{3} << 30, 50 << 20, std::size_t{4} << 30), 1u);
+}
+
+// ---- the run-time device check -------------------------------------------------------------------
+__global__ void local_array_kernel(float* out, int k) {
+  float a[64];
+  for (int i = 0; i < 64; ++i) a[i] = out[i];
+  out[threadIdx.x] = a[k & 63] + a[(k * 7) & 63];  // indexed at run time: lives in local memory
+}
+
+TEST(DeviceCheckGpu, RejectsLocalMemoryAndAcceptsAPlainKernel) {
+  KTUNE_REQUIRE_GPU();
+  ktune::DeviceCheck c;
+  KTUNE_ASSERT_OK(ktune::check_on_device({reinterpret_cast<const void*>(&local_array_kernel), 128, 0, 1}, c));
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.reason.find("local memory"), std::string::npos) << c.reason;
+  KTUNE_ASSERT_OK(ktune::check_on_device({reinterpret_cast<const void*>(&scale_kernel), 256, 0, 1}, c));
+  EXPECT_TRUE(c.ok) << c.reason;
+  EXPECT_GT(c.registers, 0);
+  EXPECT_GT(c.occupancy, 0.0);
+  EXPECT_LE(c.occupancy, 1.0);
+  KTUNE_ASSERT_OK(ktune::check_on_device({reinterpret_cast<const void*>(&scale_kernel), 256, 300 * 1024, 1}, c));
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.reason.find("shared memory"), std::string::npos) << c.reason;
+}
+
+// ---- launch: clusters and PDL through ktune::launch -------------------------------------------------
+__global__ void cluster_rank_kernel(int* out) {
+  ktune::pdl_wait();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  out[blockIdx.x] = static_cast<int>(cooperative_groups::this_cluster().block_rank());
+#else
+  out[blockIdx.x] = -1;
+#endif
+}
+
+TEST(LaunchGpu, ClusterAndPdlAttributes) {
+  KTUNE_REQUIRE_GPU();
+  const ktune::DeviceInfo* dev = nullptr;
+  KTUNE_ASSERT_OK(ktune::current_device(dev));
+  if (!ktune::arch_limits(dev->table_arch).clusters) GTEST_SKIP() << "device has no thread-block clusters";
+  int* out = nullptr;
+  KTUNE_ASSERT_CUDA(cudaMalloc(&out, 16 * sizeof(int)));
+  ktune::LaunchShape shape;
+  shape.grid = dim3(16);
+  shape.block = dim3(32);
+  shape.cluster = 4;
+  shape.pdl = true;
+  KTUNE_ASSERT_OK(ktune::launch(cluster_rank_kernel, shape, nullptr, out));
+  std::vector<int> h(16);
+  KTUNE_ASSERT_CUDA(cudaMemcpy(h.data(), out, 16 * sizeof(int), cudaMemcpyDeviceToHost));
+  cudaFree(out);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(h[i], i % 4) << i;
+}
+}  // namespace
