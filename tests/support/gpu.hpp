@@ -15,7 +15,9 @@ inline const std::string& gpu_unavailable_reason() {
   static const std::string reason = [] {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(e);
+    if (e != cudaSuccess)
+      return std::string("no usable CUDA device (cudaGetDeviceCount: ") + cudaGetErrorName(e) + ", " +
+             cudaGetErrorString(e) + ")";
     if (n == 0) return std::string("no CUDA device on this machine");
     return std::string();
   }();

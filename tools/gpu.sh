@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The GPU workflow for contributors without a local GPU: build here, run there, bring results back.
+#
+#   here:   tools/gpu.sh pack               build for sm_90 and stage binaries + the shared libraries
+#                                           the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB)
+#   there:  tools/gpu.sh remote <step>      run one step from the staged .gpu/ (needs only the NVIDIA
+#                                           driver and the CUDA 13 runtime); writes one archive,
+#                                           $OUT/gpu-results.tar.gz (or ./gpu-results.tar.gz), and
+#                                           prints a short table last
+#   here:   tools/gpu.sh unpack ARCHIVE     unpack results into build/gpu-results/, and for a tune
+#                                           step run select, tables and report here
+#
+# Steps (each fits one 10-minute call on an H100/H200):
+#   check     device facts, copy ceiling, the core GPU tests
+#   test      all GPU tests (every variant of every kernel), then compute-sanitizer memcheck and
+#             racecheck on the named sample (gtest filter SanitizerSample.*)
+#   tune      the benchmark sweep, top-K selection, the interleaved re-test (make tune's run step)
+#   profile   CUPTI/Nsight Compute metrics of the winners and the originals (when built)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+stage="$root/.gpu"
+build="${KTUNE_BUILD_DIR:-$root/build}"
+
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+
+# Libraries every GPU machine has (driver, CUDA runtime, C/C++ runtime); everything else travels.
+system_lib='^(libcuda|libcudart|libcupti|libnvidia|libc\.|libm\.|libstdc\+\+|libgcc_s|libdl|libpthread|librt|ld-linux|linux-vdso)'
+
+pack() {
+  cmake --preset default >/dev/null
+  local targets=(ktune_gpu_tests)
+  for t in ktune_bench ktune; do
+    cmake --build "$build" --target help | grep -q "^$t:" && targets+=("$t")
+  done
+  cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+  rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib"
+  for t in "${targets[@]}"; do
+    local bin
+    bin=$(find "$build" -type f -name "$t" -perm -u+x | head -n 1)
+    [ -n "$bin" ] || { echo "gpu.sh pack: built target $t not found under $build" >&2; exit 1; }
+    cp "$bin" "$stage/bin/"
+    ldd "$bin" | awk '/=> \//{print $1" "$3}' | while read -r name path; do
+      [[ "$name" =~ $system_lib ]] || cp -L "$path" "$stage/lib/$name"
+    done
+  done
+  git -C "$root" rev-parse HEAD > "$stage/commit" 2>/dev/null || echo unknown > "$stage/commit"
+  local size
+  size=$(du -sm "$stage" | cut -f1)
+  echo "gpu.sh pack: staged ${targets[*]} and $(ls "$stage/lib" | tr '\n' ' ')in .gpu/ (${size} MiB)"
+  if [ "$size" -gt 60 ]; then echo "gpu.sh pack: .gpu/ is over 60 MiB; the device call carries at most 64" >&2; exit 1; fi
+}
+
+remote() {
+  local step=${1:-}
+  [ -d "$stage/bin" ] || { echo "gpu.sh remote: no .gpu/ staged; run 'tools/gpu.sh pack' where you build" >&2; exit 1; }
+  local out="${OUT:-$root}/gpu-results"
+  rm -rf "$out" && mkdir -p "$out"
+  export LD_LIBRARY_PATH="$stage/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$out/nvidia-smi.csv" 2>&1 || true
+  cp "$stage/commit" "$out/commit"
+  local rc=0
+  case "$step" in
+    check)
+      "$stage/bin/ktune_gpu_tests" --gtest_filter='ArchGpu*:DeviceInfoGpu*:VerifyGpu*:FillGpu*:TimingGpu*:DeviceCheckGpu*:LaunchGpu*' \
+        --gtest_output="json:$out/check.json" 2>&1 | tee "$out/check.log" || rc=$?
+      ;;
+    test)
+      "$stage/bin/ktune_gpu_tests" --gtest_output="json:$out/gpu-tests.json" > "$out/gpu-tests.log" 2>&1 || rc=$?
+      grep -E '^\[  (FAILED|SKIPPED) ' "$out/gpu-tests.log" | head -40 || true
+      for tool in memcheck racecheck; do
+        if command -v compute-sanitizer >/dev/null; then
+          compute-sanitizer --tool "$tool" --error-exitcode 3 "$stage/bin/ktune_gpu_tests" \
+            --gtest_filter='SanitizerSample.*' > "$out/sanitizer-$tool.log" 2>&1 || rc=$((rc ? rc : 3))
+          tail -n 3 "$out/sanitizer-$tool.log"
+        else
+          echo "compute-sanitizer not found: $tool skipped" | tee "$out/sanitizer-$tool.log"
+        fi
+      done
+      summarize_gtest "$out/gpu-tests.json"
+      ;;
+    tune)
+      [ -x "$stage/bin/ktune_bench" ] || { echo "gpu.sh remote tune: ktune_bench was not staged" >&2; exit 1; }
+      KTUNE_STAGE="$stage" KTUNE_OUT="$out" "$root/tools/tune.sh" run 2>&1 | tee "$out/tune.log" || rc=$?
+      ;;
+    profile)
+      [ -x "$stage/bin/ktune" ] || { echo "gpu.sh remote profile: ktune was not staged" >&2; exit 1; }
+      "$stage/bin/ktune" profile --all --out "$out" 2>&1 | tee "$out/profile.log" || rc=$?
+      ;;
+    *) usage; exit 2 ;;
+  esac
+  tar -C "$(dirname "$out")" -czf "${OUT:-$root}/gpu-results.tar.gz" "$(basename "$out")"
+  [ -n "${OUT:-}" ] && rm -rf "$out"
+  echo "gpu.sh remote $step: exit $rc, results in ${OUT:-$root}/gpu-results.tar.gz"
+  return "$rc"
+}
+
+# A short table of a gtest JSON report: per suite, passed / failed / skipped.
+summarize_gtest() {
+  python3 - "$1" <<'PY' || true
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"{'suite':44} {'pass':>5} {'fail':>5} {'skip':>5}")
+for s in r["testsuites"]:
+    p = f = k = 0
+    for t in s["testsuite"]:
+        if t.get("result") == "SKIPPED": k += 1
+        elif t.get("failures"): f += 1
+        else: p += 1
+    print(f"{s['name'][:44]:44} {p:5} {f:5} {k:5}")
+print(f"{'total':44} {r['tests'] - r['failures'] - r.get('disabled', 0):5} {r['failures']:5}")
+PY
+}
+
+unpack() {
+  local archive=${1:?usage: tools/gpu.sh unpack ARCHIVE}
+  local dest="$build/gpu-results/$(date -u +%Y%m%dT%H%M%SZ)"
+  mkdir -p "$dest"
+  tar -C "$dest" -xzf "$archive"
+  echo "gpu.sh unpack: $dest"
+  if [ -d "$dest/gpu-results/raw" ]; then
+    KTUNE_RESULTS="$dest/gpu-results" "$root/tools/tune.sh" finish
+  fi
+}
+
+case "${1:-}" in
+  pack) pack ;;
+  remote) shift; remote "$@" ;;
+  unpack) shift; unpack "$@" ;;
+  -h|--help|help|"") usage ;;
+  *) usage; exit 2 ;;
+esac
