@@ -27,7 +27,8 @@ usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 system_lib='^(libcuda|libcudart|libcupti|libnvidia|libc\.|libm\.|libstdc\+\+|libgcc_s|libdl|libpthread|librt|ld-linux|linux-vdso)'
 
 pack() {
-  cmake --preset default >/dev/null
+  # KTUNE_BUILD_DIR: an already configured build tree (e.g. one with a subset of ops); else the preset's.
+  [ -n "${KTUNE_BUILD_DIR:-}" ] || cmake --preset default >/dev/null
   local targets=(ktune_gpu_tests)
   for t in ktune_bench ktune; do
     cmake --build "$build" --target help | grep -q "^$t:" && targets+=("$t")

@@ -95,11 +95,14 @@ __global__ void copy16_kernel(const uint4* __restrict__ src, uint4* __restrict__
 }  // namespace detail
 
 /// Times `launch(rotation)` (a callable returning Status that enqueues one call on `stream` using
-/// input/output set `rotation % rotations`).
+/// input/output set `rotation % rotations`). Graph replay captures `stream`, so it must be a created
+/// stream: the legacy default stream (nullptr) cannot be captured.
 template <class Launch>
 Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, const TimingOptions& opt,
                    TimingResult& out) {
   out = TimingResult{};
+  if (opt.graph && stream == nullptr)
+    return Status::invalid("time_kernel: graph replay needs a created stream, not the legacy default stream");
   if (rotations == 0) rotations = 1;
   std::size_t next = 0;
   auto enqueue = [&]() -> Status { return launch(next++ % rotations); };
@@ -175,7 +178,7 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
 }
 
 /// An empty kernel (one warp) timed exactly as time_kernel times everything else: the floor for
-/// launch-bound shapes.
+/// launch-bound shapes. `stream` must be a created stream when opt.graph is set.
 inline Status time_empty_kernel(cudaStream_t stream, const TimingOptions& opt, TimingResult& out) {
   return time_kernel(
       [&](std::size_t) -> Status {

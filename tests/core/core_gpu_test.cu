@@ -162,14 +162,16 @@ TEST(TimingGpu, LargeCopyNearTheCeilingAndShortKernelsReplayedInGraphs) {
   float4* buf = nullptr;
   KTUNE_ASSERT_CUDA(cudaMalloc(&buf, 4 * n * sizeof(float4)));
   KTUNE_ASSERT_OK(ktune::fill_uniform(reinterpret_cast<float*>(buf), 16 * n, 5, -1.f, 1.f));
+  cudaStream_t stream = nullptr;
+  KTUNE_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   ktune::TimingResult big;
   KTUNE_ASSERT_OK(ktune::time_kernel(
       [&](std::size_t r) -> ktune::Status {
-        scale_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(buf + 2 * r * n, buf + (2 * r + 1) * n, n);
+        scale_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(buf + 2 * r * n, buf + (2 * r + 1) * n, n);
         KTUNE_CHECK_LAUNCH();
         return ktune::Status::success();
       },
-      2, nullptr, ktune::TimingOptions{}, big));
+      2, stream, ktune::TimingOptions{}, big));
   const double gbps = 2.0 * n * sizeof(float4) / (big.median_us * 1e3);
   std::printf("[ timing ] 256 MB scale: %.1f us median, %.0f GB/s = %.0f%% of copy, %d samples\n", big.median_us, gbps,
               100 * gbps / ceiling.best_gbps(), big.samples);
@@ -179,12 +181,16 @@ TEST(TimingGpu, LargeCopyNearTheCeilingAndShortKernelsReplayedInGraphs) {
   EXPECT_LE(big.median_us, big.max_us);
 
   ktune::TimingResult empty;
-  KTUNE_ASSERT_OK(ktune::time_empty_kernel(nullptr, ktune::TimingOptions{}, empty));
+  KTUNE_ASSERT_OK(ktune::time_empty_kernel(stream, ktune::TimingOptions{}, empty));
   std::printf("[ timing ] empty kernel: %.2f us per launch in a graph of %d\n", empty.median_us, empty.batch);
   EXPECT_TRUE(empty.graph);
   EXPECT_GT(empty.batch, 1);
   EXPECT_GT(empty.median_us, 0.2);
   EXPECT_LT(empty.median_us, 10.0);
+  ktune::TimingResult refused;
+  EXPECT_FALSE(ktune::time_empty_kernel(nullptr, ktune::TimingOptions{}, refused).ok())
+      << "graph replay on the legacy default stream is refused, not attempted";
+  cudaStreamDestroy(stream);
   cudaFree(buf);
 }
 
@@ -197,8 +203,9 @@ TEST(TimingGpu, RotationsLeaveL2Cold) {
 // ---- the run-time device check -------------------------------------------------------------------
 __global__ void local_array_kernel(float* out, int k) {
   float a[64];
-  for (int i = 0; i < 64; ++i) a[i] = out[i];
-  out[threadIdx.x] = a[k & 63] + a[(k * 7) & 63];  // indexed at run time: lives in local memory
+  for (int i = 0; i < 64; ++i) a[i] = out[i] * threadIdx.x + i;
+  a[(k + threadIdx.x) & 63] += 1.f;                // a store at a run-time index: the array lives in local memory
+  out[threadIdx.x] = a[k & 63] + a[(k * 7) & 63];
 }
 
 TEST(DeviceCheckGpu, RejectsLocalMemoryAndAcceptsAPlainKernel) {
