@@ -1,0 +1,72 @@
+// tools/ktune/raw.hpp: the benchmark's Google Benchmark JSON, read into plain records.
+//
+// The interface (written by bench/, read here): one benchmark per (op, dtype, shape, variant) named
+// `<op>/<dtype>/<dim>=<v>,.../<id>` (Google Benchmark appends `/manual_time`), manual time in
+// microseconds = the median sample, user counters per call, `error_occurred` + `error_message`
+// (`incorrect: `, `rejected: `, `cannot implement: `) for excluded variants, two reference rows
+// `ktune/copy_ceiling` and `ktune/empty_kernel`, and custom context strings (gpu, arch, mode, ...).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ktune::tool {
+
+/// Why a variant is not eligible on a shape, from the benchmark's error message.
+enum class Verdict { ok, incorrect, rejected, cannot_implement, error };
+const char* to_string(Verdict v);
+Verdict parse_verdict_name(const std::string& s);  ///< inverse of to_string; throws on unknown
+/// The verdict an error message states (`incorrect: ...` -> incorrect; unknown prefix -> error).
+Verdict verdict_of_message(const std::string& message);
+
+/// The parts of a benchmark name `<op>/<dtype>/<shape>/<id>`.
+struct BenchName {
+  std::string op, dtype, shape, id;
+  std::vector<std::pair<std::string, std::int64_t>> dims;  ///< parsed `shape`, in order
+};
+/// Parses a benchmark name; strips Google Benchmark suffixes (`/manual_time`, `/real_time`,
+/// `/repeats:N`, `/iterations:N`, `/threads:N`). Returns nullopt for names outside the interface.
+std::optional<BenchName> parse_bench_name(const std::string& name);
+
+/// One benchmark row.
+struct RawRun {
+  BenchName name;
+  Verdict verdict = Verdict::ok;
+  std::string error;                      ///< error_message for excluded runs
+  double time_us = 0;                     ///< real_time in microseconds (the median)
+  std::int64_t iterations = 0;            ///< the sample count
+  std::map<std::string, double> counters; ///< user counters, by name
+};
+
+/// A reference row (`ktune/copy_ceiling`, `ktune/empty_kernel`).
+struct RawReference {
+  std::string name;  ///< copy_ceiling, empty_kernel
+  double time_us = 0;
+  std::map<std::string, double> counters;
+};
+
+/// One Google Benchmark JSON file.
+struct RawFile {
+  std::string path;                           ///< as given on the command line
+  std::string label;                          ///< file name only (provenance, independent of cwd)
+  std::string hash;                           ///< content_hash of its bytes
+  std::map<std::string, std::string> context; ///< every context value, as a string
+  std::string mode;                           ///< "sweep" or "retest"
+  std::vector<RawRun> runs;
+  std::vector<RawReference> references;
+  std::vector<std::string> warnings;          ///< rows skipped (aggregates, names outside the interface)
+};
+
+/// Parses a file's JSON; throws ToolError naming `path` when it does not follow the interface.
+RawFile parse_raw(const nlohmann::json& j, const std::string& path, const std::string& hash);
+RawFile load_raw(const std::string& path);
+
+/// Converts a Google Benchmark time to microseconds.
+double to_microseconds(double value, const std::string& unit);
+
+}  // namespace ktune::tool

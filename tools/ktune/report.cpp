@@ -1,0 +1,565 @@
+#include "report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "io.hpp"
+
+namespace ktune::tool {
+
+namespace {
+
+const char* const dtype_order[] = {"fp32", "fp16", "bf16"};
+const char* dtype_color(const std::string& d) {
+  if (d == "fp32") return "#4e79a7";
+  if (d == "fp16") return "#f28e2b";
+  return "#59a14f";
+}
+
+std::string html_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::string md_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|') o += "\\|";
+    else if (c == '\n') o += ' ';
+    else o += c;
+  }
+  return o;
+}
+
+/// Times of a and b on one footing: both retest times when both were retested, else both sweep times.
+std::optional<std::pair<double, double>> pair_times(const ShapeResult& s, const std::string& a, const std::string& b) {
+  const VariantResult* va = s.find(a);
+  const VariantResult* vb = s.find(b);
+  if (!va || !vb || va->verdict != Verdict::ok || vb->verdict != Verdict::ok) return std::nullopt;
+  if (va->retest && vb->retest) return std::make_pair(va->retest->median_us, vb->retest->median_us);
+  if (va->sweep && vb->sweep) return std::make_pair(va->sweep->median_us, vb->sweep->median_us);
+  return std::nullopt;
+}
+
+const Measure* best_measure(const ShapeResult& s, const std::string& id) {
+  const VariantResult* v = s.find(id);
+  if (!v || v->verdict != Verdict::ok) return nullptr;
+  if (s.band_source == "retest" && v->retest) return &*v->retest;
+  return v->sweep ? &*v->sweep : nullptr;
+}
+
+std::optional<double> counter(const Measure* m, const char* name) {
+  if (!m) return std::nullopt;
+  auto it = m->counters.find(name);
+  if (it == m->counters.end() || !std::isfinite(it->second)) return std::nullopt;
+  return it->second;
+}
+
+std::string env(const Selection& s, const char* k) {
+  auto it = s.environment.find(k);
+  return it == s.environment.end() || it->second.empty() ? "unknown" : it->second;
+}
+
+/// Shape keys across dtypes in (width, tokens) order.
+std::vector<const ShapeResult*> shape_axis(const Selection& s) {
+  std::map<std::tuple<std::int64_t, std::int64_t, std::string>, const ShapeResult*> keys;
+  for (const DTypeResult& d : s.dtypes)
+    for (const ShapeResult& sh : d.shapes) keys.emplace(std::make_tuple(sh.width, sh.tokens, sh.key), &sh);
+  std::vector<const ShapeResult*> out;
+  for (auto& [k, v] : keys) out.push_back(v);
+  return out;
+}
+
+const ShapeResult* shape_in(const DTypeResult& d, const std::string& key) {
+  for (const ShapeResult& s : d.shapes)
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+std::string short_label(const Selection& s, const ShapeResult& sh) {
+  return fmt::format("{}/{}", sh.tokens, sh.width);
+  (void)s;
+}
+
+// ---- SVG ------------------------------------------------------------------------------------------
+
+struct Series {
+  std::string name, color;
+  std::vector<std::optional<double>> values;  // one per category
+};
+
+std::string svg_bars(const std::string& title, const std::string& y_label, const std::vector<std::string>& categories,
+                     const std::vector<Series>& series, const std::vector<std::pair<double, std::string>>& guides,
+                     const std::string& x_label) {
+  const int left = 64, right = 16, top = 36, bottom = 92;
+  const int group_w = std::max(18, 6 + 8 * static_cast<int>(series.size()));
+  const int plot_w = std::max(320, group_w * static_cast<int>(categories.size()));
+  const int plot_h = 240;
+  const int width = left + plot_w + right, height = top + plot_h + bottom;
+  double vmax = 0;
+  for (const Series& s : series)
+    for (const auto& v : s.values)
+      if (v && std::isfinite(*v)) vmax = std::max(vmax, *v);
+  for (const auto& g : guides) vmax = std::max(vmax, g.first);
+  if (!(vmax > 0)) vmax = 1;
+  // A round axis maximum: 1, 2 or 5 times a power of ten.
+  const double mag = std::pow(10.0, std::floor(std::log10(vmax)));
+  double axis = mag;
+  for (double f : {1.0, 2.0, 5.0, 10.0})
+    if (f * mag >= vmax * 1.0001) { axis = f * mag; break; }
+  auto y = [&](double v) { return top + plot_h - plot_h * (v / axis); };
+
+  std::string o = fmt::format("<svg role=\"img\" aria-label=\"{}\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">\n",
+                              html_escape(title), width, height, width, height);
+  o += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
+  o += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", left, html_escape(title));
+  for (int i = 0; i <= 4; ++i) {
+    const double v = axis * i / 4;
+    o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#dddddd\"/>\n", left, fixed(y(v), 1),
+                     left + plot_w, fixed(y(v), 1));
+    o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n", left - 4,
+                     fixed(y(v) + 3, 1), sig3(v));
+  }
+  o += fmt::format("<text x=\"12\" y=\"{}\" font-size=\"11\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">{}</text>\n",
+                   top + plot_h / 2, top + plot_h / 2, html_escape(y_label));
+  const int bar_w = std::max(4, (group_w - 6) / std::max<int>(1, static_cast<int>(series.size())));
+  for (std::size_t c = 0; c < categories.size(); ++c) {
+    const int gx = left + static_cast<int>(c) * group_w + 3;
+    for (std::size_t s = 0; s < series.size(); ++s) {
+      const auto& v = series[s].values[c];
+      if (!v || !std::isfinite(*v)) continue;
+      const double h = std::max(0.0, plot_h * std::min(*v, axis) / axis);
+      o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} {}: {}</title></rect>\n",
+                       gx + static_cast<int>(s) * bar_w, fixed(top + plot_h - h, 1), bar_w - 1, fixed(h, 1),
+                       series[s].color, html_escape(series[s].name), html_escape(categories[c]), sig3(*v));
+    }
+    const int tx = gx + group_w / 2;
+    o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"end\" transform=\"rotate(-60 {} {})\">{}</text>\n",
+                     tx, top + plot_h + 12, tx, top + plot_h + 12, html_escape(categories[c]));
+  }
+  for (const auto& [v, label] : guides) {
+    o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#c0392b\" stroke-dasharray=\"4 3\"/>\n", left,
+                     fixed(y(v), 1), left + plot_w, fixed(y(v), 1));
+    o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#c0392b\" text-anchor=\"end\">{}</text>\n",
+                     left + plot_w, fixed(y(v) - 3, 1), html_escape(label));
+  }
+  o += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#333333\"/>\n", left, top + plot_h, left + plot_w,
+                   top + plot_h);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n", left + plot_w / 2,
+                   height - 6, html_escape(x_label));
+  int lx = left + 260;
+  for (const Series& s : series) {
+    o += fmt::format("<rect x=\"{}\" y=\"10\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"19\" font-size=\"11\">{}</text>\n",
+                     lx, s.color, lx + 14, html_escape(s.name));
+    lx += 24 + 7 * static_cast<int>(s.name.size());
+  }
+  o += "</svg>\n";
+  return o;
+}
+
+/// The chosen θ per shape: one row per (dtype, parameter), one column per shape, the value in each cell
+/// and its shade by the value's rank among the values chosen for that parameter.
+std::string svg_theta(const Selection& sel, const std::vector<const ShapeResult*>& axis) {
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::vector<std::optional<std::int64_t>>>>>> blocks;
+  for (const DTypeResult& d : sel.dtypes) {
+    std::vector<std::string> names;
+    std::map<std::string, std::vector<std::optional<std::int64_t>>> values;
+    for (std::size_t c = 0; c < axis.size(); ++c) {
+      const ShapeResult* sh = shape_in(d, axis[c]->key);
+      if (!sh || sh->winner.empty()) continue;
+      for (const auto& [k, v] : parse_id(sh->winner)) {
+        if (!values.count(k)) {
+          names.push_back(k);
+          values[k].assign(axis.size(), std::nullopt);
+        }
+        values[k][c] = v;
+      }
+    }
+    std::vector<std::pair<std::string, std::vector<std::optional<std::int64_t>>>> rows;
+    for (const std::string& n : names) rows.emplace_back(n, values[n]);
+    blocks.emplace_back(d.dtype, std::move(rows));
+  }
+  int nrows = 0;
+  for (const auto& b : blocks) nrows += 1 + static_cast<int>(b.second.size());
+  const int left = 96, top = 36, cell_w = 46, cell_h = 18, bottom = 70;
+  const int width = std::max(420, left + cell_w * static_cast<int>(axis.size()) + 16);
+  const int height = top + cell_h * std::max(1, nrows) + bottom;
+  std::string o = fmt::format("<svg role=\"img\" aria-label=\"chosen configuration per shape\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">\n",
+                              width, height, width, height);
+  o += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", width, height);
+  o += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">Chosen configuration (θ) per shape</text>\n", 8);
+  static const char* shades[] = {"#eef4fb", "#d3e4f3", "#b3d0ea", "#8db9de", "#66a1d2", "#4a8bc4", "#3274b0", "#1f5d96"};
+  int row = 0;
+  for (const auto& [dtype, rows] : blocks) {
+    const int yb = top + row * cell_h;
+    o += fmt::format("<text x=\"4\" y=\"{}\" font-size=\"11\" font-weight=\"bold\" fill=\"{}\">{}</text>\n", yb + 13,
+                     dtype_color(dtype), dtype);
+    ++row;
+    for (const auto& [param, vals] : rows) {
+      const int yr = top + row * cell_h;
+      std::set<std::int64_t> distinct;
+      for (const auto& v : vals)
+        if (v) distinct.insert(*v);
+      std::vector<std::int64_t> order(distinct.begin(), distinct.end());
+      o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{}</text>\n", left - 6, yr + 13,
+                       html_escape(param));
+      for (std::size_t c = 0; c < vals.size(); ++c) {
+        if (!vals[c]) continue;
+        const auto rank = std::find(order.begin(), order.end(), *vals[c]) - order.begin();
+        const std::size_t shade = order.size() <= 1 ? 1 : static_cast<std::size_t>(rank) * 7 / (order.size() - 1);
+        const int x = left + static_cast<int>(c) * cell_w;
+        o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#ffffff\"/>\n", x, yr,
+                         cell_w, cell_h, shades[shade]);
+        o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\" fill=\"{}\">{}</text>\n",
+                         x + cell_w / 2, yr + 13, shade >= 5 ? "#ffffff" : "#000000", *vals[c]);
+      }
+      ++row;
+    }
+  }
+  const int ya = top + row * cell_h + 10;
+  for (std::size_t c = 0; c < axis.size(); ++c) {
+    const int tx = left + static_cast<int>(c) * cell_w + cell_w / 2;
+    o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"end\" transform=\"rotate(-60 {} {})\">{}</text>\n",
+                     tx, ya, tx, ya, html_escape(short_label(sel, *axis[c])));
+  }
+  o += "</svg>\n";
+  return o;
+}
+
+// ---- shared content -------------------------------------------------------------------------------
+
+struct Row {
+  std::string dtype, shape, winner, reason, band, band_source, reproduce;
+  std::optional<double> s_us, best_us, speedup, pct_copy, general_us;
+  std::int64_t bytes = 0;
+};
+
+std::vector<Row> rows_of(const Selection& sel) {
+  std::vector<Row> rows;
+  for (const DTypeResult& d : sel.dtypes)
+    for (const ShapeResult& sh : d.shapes) {
+      Row r;
+      r.dtype = d.dtype;
+      r.shape = sh.key;
+      r.bytes = sh.bytes;
+      r.winner = sh.winner.empty() ? "(none)" : sh.winner;
+      r.reason = sh.reason;
+      r.band = fixed(100 * sh.noise_band, 1) + "%";
+      r.band_source = sh.band_source;
+      if (const VariantResult* o = sh.find("original"); o && o->verdict == Verdict::ok)
+        r.s_us = o->retest ? o->retest->median_us : (o->sweep ? std::optional<double>(o->sweep->median_us) : std::nullopt);
+      const Measure* m = best_measure(sh, sh.winner);
+      if (m) r.best_us = m->median_us;
+      r.pct_copy = counter(m, "pct_copy");
+      if (auto p = pair_times(sh, "original", sh.winner)) r.speedup = p->first / p->second;
+      if (!d.general.id.empty())
+        if (const VariantResult* g = sh.find(d.general.id); g && g->verdict == Verdict::ok)
+          r.general_us = (sh.band_source == "retest" && g->retest) ? g->retest->median_us : g->sweep->median_us;
+      r.reproduce = reproduce_command(sel.op, d.dtype, sh.key, sh.winner.empty() ? "original" : sh.winner);
+      rows.push_back(std::move(r));
+    }
+  return rows;
+}
+
+std::string opt(const std::optional<double>& v, bool percent_sign = false) {
+  if (!v) return "–";
+  return sig3(*v) + (percent_sign ? "%" : "");
+}
+
+std::string opt_x(const std::optional<double>& v) { return v ? fixed(*v, 2) + "x" : "–"; }
+
+struct Cost {
+  std::size_t sweep_rows = 0, retest_rows = 0, excluded = 0;
+  double kernel_seconds = 0;  ///< Σ median × samples × batch: GPU time spent inside timed kernels
+};
+
+Cost cost_of(const Selection& sel) {
+  Cost c;
+  for (const DTypeResult& d : sel.dtypes) {
+    c.excluded += d.excluded.size();
+    for (const ShapeResult& sh : d.shapes)
+      for (const VariantResult& v : sh.variants)
+        for (const auto* m : {v.sweep ? &*v.sweep : nullptr, v.retest ? &*v.retest : nullptr}) {
+          if (!m) continue;
+          (m == (v.sweep ? &*v.sweep : nullptr) ? c.sweep_rows : c.retest_rows)++;
+          auto b = m->counters.find("batch");
+          const double batch = b != m->counters.end() && b->second >= 1 ? b->second : 1.0;
+          c.kernel_seconds += m->median_us * 1e-6 * static_cast<double>(m->samples) * batch;
+        }
+  }
+  return c;
+}
+
+std::vector<std::string> build_lines(const Selection& sel) {
+  std::vector<std::string> out;
+  if (!sel.build.is_object()) return out;
+  for (const auto& [k, v] : sel.build.items()) {
+    if (v.is_number_float()) out.push_back(fmt::format("{}: {}", k, sig3(v.get<double>())));
+    else if (v.is_number() || v.is_boolean()) out.push_back(fmt::format("{}: {}", k, v.dump()));
+    else if (v.is_string()) out.push_back(fmt::format("{}: {}", k, v.get<std::string>()));
+    else if (v.is_array()) out.push_back(fmt::format("{}: {} entries", k, v.size()));
+  }
+  return out;
+}
+
+std::string banner(const LoadedResults& r, const char* what) {
+  return fmt::format("Generated by `ktune report` (ktune {}) from {} ({}). Do not edit: regenerate with `ktune report`. {}",
+                     KTUNE_TOOL_VERSION, r.label, r.hash, what);
+}
+
+}  // namespace
+
+std::string reproduce_command(const std::string& op, const std::string& dtype, const std::string& shape,
+                              const std::string& id) {
+  std::string escaped;
+  for (char c : id) {
+    if (c == '.') escaped += "\\.";
+    else escaped += c;
+  }
+  const std::string ids = id == "original" ? "original" : "(original|" + escaped + ")";
+  return fmt::format("build/bench/ktune_bench --ops {} --dtypes {} --shapes '{}' --variants '^{}$'", op, dtype, shape, ids);
+}
+
+// ---- markdown -------------------------------------------------------------------------------------
+
+std::string op_markdown(const LoadedResults& r) {
+  const Selection& s = r.selection;
+  std::string o = fmt::format("# {} on {}\n\n<!-- {} -->\n\n", s.op, s.gpu, banner(r, ""));
+  o += fmt::format("- Device: {} (sm_{}, {} SMs, L2 {} bytes), driver {}, CUDA runtime {}\n", s.gpu, s.arch, env(s, "sms"),
+                   env(s, "l2_bytes"), env(s, "driver_version"), env(s, "cuda_runtime_version"));
+  o += fmt::format("- Measured {} at commit {} with ktune {}; cold L2: {}\n", env(s, "date"), env(s, "git_commit"),
+                   env(s, "ktune_version"), env(s, "cold_l2"));
+  o += fmt::format("- Copy ceiling: {} GB/s (memcpy {}, copy kernel {}); empty kernel: {} us\n", env(s, "copy_ceiling_gbps"),
+                   env(s, "copy_memcpy_gbps"), env(s, "copy_kernel_gbps"), env(s, "empty_kernel_us"));
+  o += fmt::format("- Space hash {}; noise band per shape = max(1%, the winner's spread in the interleaved retest)\n",
+                   s.space_hash);
+  o += fmt::format("- The HTML page ({}.html) has the plots.\n\n", s.op);
+  const std::vector<Row> rows = rows_of(s);
+  for (const DTypeResult& d : s.dtypes) {
+    o += fmt::format("## {}\n\n", d.dtype);
+    if (d.general.id.empty()) o += "General configuration: none (no variant is correct on every shape).\n\n";
+    else
+      o += fmt::format("General configuration: `{}` (geometric mean {} us over {} shapes).\n\n", d.general.id,
+                       sig3(d.general.geomean_us), d.general.shapes);
+    o += "| shape | MB | S (us) | best (us) | speedup over S | % of copy | general (us) | winner | noise band | why | reproduce |\n";
+    o += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | --- |\n";
+    for (const Row& row : rows) {
+      if (row.dtype != d.dtype) continue;
+      o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | `{}` | {} ({}) | {} | `{}` |\n", row.shape,
+                       fixed(row.bytes / 1e6, 1), opt(row.s_us), opt(row.best_us), opt_x(row.speedup), opt(row.pct_copy, true),
+                       opt(row.general_us), row.winner, row.band, row.band_source, md_escape(row.reason), row.reproduce);
+    }
+    o += "\n";
+  }
+  o += "## Excluded variants\n\n";
+  bool any = false;
+  for (const DTypeResult& d : s.dtypes)
+    for (const Excluded& e : d.excluded) {
+      if (!any) o += "| dtype | variant | verdict | shapes | first error |\n| --- | --- | --- | ---: | --- |\n";
+      any = true;
+      o += fmt::format("| {} | `{}` | {} | {} | {} |\n", d.dtype, e.id, to_string(e.verdict), e.shapes.size(), md_escape(e.error));
+    }
+  if (!any) o += "None: every variant passed the correctness gate and the device check on every shape.\n";
+  const Cost c = cost_of(s);
+  o += "\n## Cost\n\n";
+  for (const std::string& l : build_lines(s)) o += "- Build " + l + "\n";
+  if (build_lines(s).empty()) o += "- Build: no build record (build/ktune-build.json) was given to `ktune select`\n";
+  o += fmt::format("- Run: {} sweep and {} retest measurements, {} excluded variants; {} s of GPU time inside timed kernels\n",
+                   c.sweep_rows, c.retest_rows, c.excluded, sig3(c.kernel_seconds));
+  o += "- Inputs:";
+  for (const Source& src : s.sources) o += fmt::format(" {} ({}, {}, {})", src.file, src.mode, src.date, src.hash);
+  o += "\n";
+  return o;
+}
+
+// ---- HTML -----------------------------------------------------------------------------------------
+
+namespace {
+const char* const css =
+    "body{font-family:sans-serif;margin:24px;color:#222;max-width:1400px}"
+    "table{border-collapse:collapse;margin:8px 0 20px 0;font-size:12px}"
+    "th,td{border:1px solid #ccc;padding:3px 6px;text-align:right}"
+    "th{background:#f3f3f3}td.l,th.l{text-align:left}code{font-size:11px}"
+    "svg{display:block;margin:12px 0;border:1px solid #eee}";
+
+std::string page(const std::string& title, const std::string& body, const std::string& banner_text) {
+  return fmt::format("<!DOCTYPE html>\n<!-- {} -->\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n"
+                     "<style>{}</style>\n</head>\n<body>\n{}</body>\n</html>\n",
+                     html_escape(banner_text), html_escape(title), css, body);
+}
+}  // namespace
+
+std::string op_html(const LoadedResults& r) {
+  const Selection& s = r.selection;
+  const std::vector<const ShapeResult*> axis = shape_axis(s);
+  std::vector<std::string> cats;
+  for (const ShapeResult* sh : axis) cats.push_back(sh->key);
+  std::vector<Series> speedup, pct, general;
+  for (const DTypeResult& d : s.dtypes) {
+    Series a{d.dtype, dtype_color(d.dtype), {}}, b = a, g = a;
+    for (const ShapeResult* key : axis) {
+      const ShapeResult* sh = shape_in(d, key->key);
+      std::optional<double> sp, pc, gr;
+      if (sh && !sh->winner.empty()) {
+        if (auto p = pair_times(*sh, "original", sh->winner)) sp = p->first / p->second;
+        pc = counter(best_measure(*sh, sh->winner), "pct_copy");
+        if (!d.general.id.empty())
+          if (auto p = pair_times(*sh, d.general.id, sh->winner)) gr = p->first / p->second;
+      }
+      a.values.push_back(sp);
+      b.values.push_back(pc);
+      g.values.push_back(gr);
+    }
+    speedup.push_back(std::move(a));
+    pct.push_back(std::move(b));
+    general.push_back(std::move(g));
+  }
+  const std::string x_label = fmt::format("shape ({})", s.tokens_dim + ", " + s.width_dim);
+  std::string body = fmt::format("<h1>{} on {}</h1>\n", html_escape(s.op), html_escape(s.gpu));
+  body += fmt::format("<p>Device {} (sm_{}, {} SMs), driver {}, CUDA runtime {}; measured {} at commit {} with ktune {}; "
+                      "cold L2: {}. Copy ceiling {} GB/s (memcpy {}, copy kernel {}); empty kernel {} us. Space hash {}. "
+                      "Noise band per shape = max(1%, the winner's spread in the interleaved retest).</p>\n",
+                      html_escape(s.gpu), s.arch, html_escape(env(s, "sms")), html_escape(env(s, "driver_version")),
+                      html_escape(env(s, "cuda_runtime_version")), html_escape(env(s, "date")),
+                      html_escape(env(s, "git_commit")), html_escape(env(s, "ktune_version")), html_escape(env(s, "cold_l2")),
+                      html_escape(env(s, "copy_ceiling_gbps")), html_escape(env(s, "copy_memcpy_gbps")),
+                      html_escape(env(s, "copy_kernel_gbps")), html_escape(env(s, "empty_kernel_us")), html_escape(s.space_hash));
+  body += "<h2>Plots</h2>\n";
+  body += svg_bars("Speedup of the chosen variant over S", "S time / chosen time", cats, speedup, {{1.0, "S"}}, x_label);
+  body += svg_bars("Chosen variant: % of the copy ceiling", "% of copy ceiling", cats, pct, {{95.0, "95%"}, {100.0, ""}}, x_label);
+  body += svg_bars("General configuration vs per-shape best", "general time / best time", cats, general, {{1.0, "best"}}, x_label);
+  body += svg_theta(s, axis);
+
+  const std::vector<Row> rows = rows_of(s);
+  for (const DTypeResult& d : s.dtypes) {
+    body += fmt::format("<h2>{}</h2>\n", d.dtype);
+    if (d.general.id.empty()) body += "<p>General configuration: none (no variant is correct on every shape).</p>\n";
+    else
+      body += fmt::format("<p>General configuration: <code>{}</code> (geometric mean {} us over {} shapes).</p>\n",
+                          html_escape(d.general.id), sig3(d.general.geomean_us), d.general.shapes);
+    body += "<table>\n<tr><th class=\"l\">shape</th><th>MB</th><th>S (us)</th><th>best (us)</th><th>speedup over S</th>"
+            "<th>% of copy</th><th>general (us)</th><th class=\"l\">winner</th><th>noise band</th><th class=\"l\">why</th>"
+            "<th class=\"l\">reproduce</th></tr>\n";
+    for (const Row& row : rows) {
+      if (row.dtype != d.dtype) continue;
+      body += fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                          "<td class=\"l\"><code>{}</code></td><td>{} ({})</td><td class=\"l\">{}</td>"
+                          "<td class=\"l\"><code>{}</code></td></tr>\n",
+                          html_escape(row.shape), fixed(row.bytes / 1e6, 1), opt(row.s_us), opt(row.best_us),
+                          opt_x(row.speedup), opt(row.pct_copy, true), opt(row.general_us), html_escape(row.winner),
+                          row.band, row.band_source, html_escape(row.reason), html_escape(row.reproduce));
+    }
+    body += "</table>\n";
+  }
+  body += "<h2>Excluded variants</h2>\n";
+  bool any = false;
+  for (const DTypeResult& d : s.dtypes)
+    for (const Excluded& e : d.excluded) {
+      if (!any) body += "<table>\n<tr><th class=\"l\">dtype</th><th class=\"l\">variant</th><th class=\"l\">verdict</th><th>shapes</th><th class=\"l\">first error</th></tr>\n";
+      any = true;
+      body += fmt::format("<tr><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td></tr>\n",
+                          d.dtype, html_escape(e.id), to_string(e.verdict), e.shapes.size(), html_escape(e.error));
+    }
+  body += any ? "</table>\n" : "<p>None: every variant passed the correctness gate and the device check on every shape.</p>\n";
+  const Cost c = cost_of(s);
+  body += "<h2>Cost</h2>\n<ul>\n";
+  const auto build = build_lines(s);
+  for (const std::string& l : build) body += "<li>Build " + html_escape(l) + "</li>\n";
+  if (build.empty()) body += "<li>Build: no build record (build/ktune-build.json) was given to <code>ktune select</code></li>\n";
+  body += fmt::format("<li>Run: {} sweep and {} retest measurements, {} excluded variants; {} s of GPU time inside timed kernels</li>\n",
+                      c.sweep_rows, c.retest_rows, c.excluded, sig3(c.kernel_seconds));
+  for (const Source& src : s.sources)
+    body += fmt::format("<li>Input {} ({}, {}, {})</li>\n", html_escape(src.file), src.mode, html_escape(src.date), src.hash);
+  body += "</ul>\n";
+  return page(s.op + " on " + s.gpu, body, banner(r, ""));
+}
+
+// ---- index ----------------------------------------------------------------------------------------
+
+namespace {
+struct Summary {
+  std::optional<double> geomean_speedup, min_pct_large;
+  std::size_t shapes = 0, excluded = 0;
+  std::string general;
+};
+Summary summarise(const DTypeResult& d) {
+  Summary s;
+  double log_sum = 0;
+  int n = 0;
+  for (const ShapeResult& sh : d.shapes) {
+    ++s.shapes;
+    if (auto p = pair_times(sh, "original", sh.winner)) {
+      log_sum += std::log(p->first / p->second);
+      ++n;
+    }
+    if (sh.bytes >= 64 * 1000 * 1000)
+      if (auto pc = counter(best_measure(sh, sh.winner), "pct_copy"))
+        s.min_pct_large = s.min_pct_large ? std::min(*s.min_pct_large, *pc) : *pc;
+  }
+  if (n) s.geomean_speedup = std::exp(log_sum / n);
+  s.excluded = d.excluded.size();
+  s.general = d.general.id;
+  return s;
+}
+}  // namespace
+
+std::string index_markdown(const std::string& slug, const std::vector<const LoadedResults*>& ops) {
+  std::string o = fmt::format("# ktune reports: {}\n\n", slug);
+  o += fmt::format("<!-- Generated by `ktune report` (ktune {}) from the results files of {}. Do not edit. -->\n\n",
+                   KTUNE_TOOL_VERSION, slug);
+  o += "| op | dtype | shapes | geometric-mean speedup over S | lowest % of copy (shapes >= 64 MB) | general configuration | excluded variants |\n";
+  o += "| --- | --- | ---: | ---: | ---: | --- | ---: |\n";
+  for (const LoadedResults* r : ops)
+    for (const DTypeResult& d : r->selection.dtypes) {
+      const Summary s = summarise(d);
+      o += fmt::format("| [{}]({}.md) | {} | {} | {} | {} | `{}` | {} |\n", r->selection.op, r->selection.op, d.dtype, s.shapes,
+                       opt_x(s.geomean_speedup), opt(s.min_pct_large, true), s.general.empty() ? "none" : s.general, s.excluded);
+    }
+  return o;
+}
+
+std::string index_html(const std::string& slug, const std::vector<const LoadedResults*>& ops) {
+  std::vector<std::string> cats;
+  std::vector<Series> series;
+  for (const char* dt : dtype_order) series.push_back({dt, dtype_color(dt), {}});
+  std::string table = "<table>\n<tr><th class=\"l\">op</th><th class=\"l\">dtype</th><th>shapes</th><th>geometric-mean speedup over S</th>"
+                      "<th>lowest % of copy (shapes &gt;= 64 MB)</th><th class=\"l\">general configuration</th><th>excluded variants</th></tr>\n";
+  for (const LoadedResults* r : ops) {
+    cats.push_back(r->selection.op);
+    for (Series& se : series) {
+      const DTypeResult* d = r->selection.find(se.name);
+      se.values.push_back(d ? summarise(*d).geomean_speedup : std::nullopt);
+    }
+    for (const DTypeResult& d : r->selection.dtypes) {
+      const Summary s = summarise(d);
+      table += fmt::format("<tr><td class=\"l\"><a href=\"{}.html\">{}</a></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                           "<td class=\"l\"><code>{}</code></td><td>{}</td></tr>\n",
+                           html_escape(r->selection.op), html_escape(r->selection.op), d.dtype, s.shapes,
+                           opt_x(s.geomean_speedup), opt(s.min_pct_large, true), html_escape(s.general.empty() ? "none" : s.general),
+                           s.excluded);
+    }
+  }
+  table += "</table>\n";
+  std::string body = fmt::format("<h1>ktune reports: {}</h1>\n", html_escape(slug));
+  body += svg_bars("Geometric-mean speedup over S per op", "speedup over S", cats, series, {{1.0, "S"}}, "op");
+  body += table;
+  return page("ktune reports: " + slug, body,
+              fmt::format("Generated by `ktune report` (ktune {}) from the results files of {}. Do not edit.", KTUNE_TOOL_VERSION, slug));
+}
+
+}  // namespace ktune::tool

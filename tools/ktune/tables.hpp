@@ -1,0 +1,47 @@
+// tools/ktune/tables.hpp: kernels/<op>/tuned.cuh from results files (docs/kernel-folder.md, "tuned.cuh").
+//
+// Per device and dtype the measured shapes form a grid of (width, tokens). Token buckets end at the
+// geometric midpoint between neighbouring measured token counts, the last one open-ended; width
+// ranges split at geometric midpoints the same way, the first from 0 and the last open-ended. Adjacent
+// token buckets with the same winner merge, then adjacent width ranges whose buckets are identical.
+// Rows are written in lookup order (ktune::lookup takes the first match): device by device, dtype by
+// dtype, width range by width range, tokens_max increasing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "results.hpp"
+
+namespace ktune::tool {
+
+/// A results file as read for generation; `label` names it in banners (relative to the results dir).
+struct LoadedResults {
+  std::string label;
+  std::string hash;
+  Selection selection;
+};
+
+/// One row of the generated table, before it is printed (exposed for tests).
+struct TableRow {
+  int arch = 0;
+  std::string device, dtype, id;
+  std::int64_t tokens_max = 0, width_min = 0, width_max = 0;
+  std::vector<std::string> provenance;  ///< one comment line per measured shape inside the bucket
+};
+
+/// Upper ends of token buckets for sorted measured token counts: geometric midpoints, last open-ended.
+std::vector<std::int64_t> bucket_upper_bounds(const std::vector<std::int64_t>& measured);
+
+/// The rows of one op's table, in lookup order. Throws ToolError when the inputs disagree (different
+/// spaces) or a shape cannot be keyed by (tokens, width).
+std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs);
+
+/// The complete text of kernels/<op>/tuned.cuh. Deterministic: depends only on `inputs`.
+std::string generate_table(const std::string& op, const std::vector<LoadedResults>& inputs);
+
+/// Every results file of every GPU under `results_dir`, by op (ops sorted, GPUs sorted).
+std::vector<std::pair<std::string, std::vector<LoadedResults>>> load_all_results(const std::string& results_dir);
+
+}  // namespace ktune::tool
