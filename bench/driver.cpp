@@ -1,0 +1,441 @@
+#include "driver.hpp"
+
+#include <unistd.h>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <ktune/harness.hpp>
+#include <ktune/registry.hpp>
+
+#include "build_info.hpp"
+#include "cache.hpp"
+#include "measure.hpp"
+#include "names.hpp"
+#include "options.hpp"
+#include "plan.hpp"
+#include "retest.hpp"
+#include "spec_reader.hpp"
+#include "sweep.hpp"
+
+namespace ktune::bench {
+
+namespace {
+
+// Bump when how results are measured changes: cached results of another method are not reused.
+constexpr const char* method_version = "ktune-bench-1";
+
+/// Google Benchmark appends "/iterations:N" and "/manual_time" to the name of a benchmark with a
+/// fixed iteration count and manual time; the agreed names (contract 5) have neither.
+template <class Base>
+class AgreedNames : public Base {
+ public:
+  using Base::Base;
+  void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
+    std::vector<benchmark::BenchmarkReporter::Run> fixed(runs);
+    for (auto& r : fixed) {
+      r.run_name.iterations.clear();
+      r.run_name.time_type.clear();
+    }
+    Base::ReportRuns(fixed);
+  }
+};
+
+std::string read_file(const std::string& path, std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot read " + path;
+    return {};
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string hex64(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string executable_dir(const char* argv0) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) p = std::filesystem::absolute(argv0, ec);
+  return p.parent_path().string();
+}
+
+void register_result(const BenchResult& r, double copy_gbps) {
+  const std::map<std::string, double> c = counters(r, copy_gbps);
+  auto* b = benchmark::RegisterBenchmark(r.name.c_str(), [r, c](benchmark::State& state) {
+    if (!r.ok()) {
+      state.SkipWithError(r.error.c_str());
+      for (const auto& [k, v] : c) state.counters[k] = v;
+      return;
+    }
+    const double seconds = r.median_us * 1e-6;
+    for (auto _ : state) state.SetIterationTime(seconds);
+    for (const auto& [k, v] : c) state.counters[k] = v;
+  });
+  b->UseManualTime()->Iterations(std::max(1, r.samples))->Unit(benchmark::kMicrosecond);
+}
+
+BenchResult baseline_row(const std::string& name, const Timed& t, double bytes, double copy_gbps) {
+  BenchResult r;
+  r.name = name;
+  r.op = "ktune";
+  r.median_us = t.median_us;
+  r.min_us = t.min_us;
+  r.max_us = t.max_us;
+  r.samples = t.samples;
+  r.batch = t.batch;
+  r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
+  r.bytes = bytes;
+  r.copy_gbps = copy_gbps;
+  return r;
+}
+
+struct Tally {
+  std::size_t passed = 0, incorrect = 0, rejected = 0, cannot = 0, other = 0, cached = 0;
+  void add(const BenchResult& r) {
+    cached += r.cached;
+    if (r.ok()) ++passed;
+    else if (r.error.rfind("incorrect: ", 0) == 0) ++incorrect;
+    else if (r.error.rfind("rejected: ", 0) == 0) ++rejected;
+    else if (r.error.rfind("cannot implement: ", 0) == 0) ++cannot;
+    else ++other;
+  }
+};
+
+/// Interleaved re-test of the candidates; results in candidate order.
+std::vector<BenchResult> run_retest(const std::vector<Candidate>& candidates, const std::map<std::string, OpSpec>& specs,
+                                    GpuMeasurer& m, int device_arch, bool quick, bool& aborted, std::string& abort_reason) {
+  const int rounds = quick ? 3 : 7;
+  TimingSettings per_round = quick ? quick_timing() : full_timing();
+  per_round.min_samples = per_round.max_samples = quick ? 4 : 20;
+  std::vector<BenchResult> out;
+  Progress progress(&std::cerr, candidates.size(), false, 0.0);
+  for (const Candidate& c : candidates) {
+    ShapeGroup g{c.op, c.dtype, c.shape, {}};
+    for (const std::string& id : c.ids)
+      g.items.push_back({c.op, c.dtype, c.shape, id, benchmark_name(c.op, c.dtype, c.shape.key(), id), {}});
+    progress.before(c.op + "/" + name(c.dtype) + "/" + c.shape.key() + " (" + std::to_string(c.ids.size()) + " candidates)");
+
+    std::vector<BenchResult> rs;
+    std::string prepare_error;
+    auto spec = specs.find(c.op);
+    if (spec == specs.end()) prepare_error = "op " + c.op + " is not compiled into this binary (or excluded by --ops)";
+    else if (!spec->second.same_dims(c.shape)) prepare_error = "shape " + c.shape.key() + " does not name the spec's dimensions";
+    else if (variant_arch(Registry::global(), c.op, c.dtype, device_arch) == 0)
+      prepare_error = "no variants of " + c.op + " for this device";
+    if (prepare_error.empty()) prepare_error = m.begin_shape(g);
+    for (const WorkItem& it : g.items) {
+      rs.push_back(m.blank(it));
+      if (!prepare_error.empty()) {
+        rs.back().error = "error: " + prepare_error;
+        rs.back().cacheable = false;
+      }
+    }
+    std::vector<bool> live(g.items.size(), prepare_error.empty());
+    for (std::size_t i = 0; i < g.items.size() && !aborted; ++i) {
+      if (!live[i]) continue;
+      live[i] = m.check(g.items[i], rs[i]);
+      if (rs[i].fatal) {
+        aborted = true;
+        abort_reason = g.items[i].name + ": " + rs[i].error;
+      }
+    }
+    std::vector<std::vector<double>> medians(g.items.size());
+    for (int round = 0; round < rounds && !aborted; ++round) {
+      for (std::size_t i : round_order(g.items.size(), static_cast<std::size_t>(round))) {
+        if (!live[i] || aborted) continue;
+        Timed t;
+        if (!m.time(g.items[i], per_round, t, rs[i])) {
+          live[i] = false;
+          if (rs[i].fatal) {
+            aborted = true;
+            abort_reason = g.items[i].name + ": " + rs[i].error;
+          }
+          continue;
+        }
+        BenchResult& r = rs[i];
+        medians[i].push_back(t.median_us);
+        r.min_us = r.samples ? std::min(r.min_us, t.min_us) : t.min_us;
+        r.max_us = std::max(r.max_us, t.max_us);
+        r.samples += t.samples;
+        r.batch = std::max(r.batch, t.batch);
+      }
+    }
+    for (std::size_t i = 0; i < g.items.size(); ++i) {
+      if (!live[i] || medians[i].empty()) continue;
+      const RoundStats s = round_stats(medians[i]);
+      rs[i].median_us = s.median;
+      rs[i].spread = s.spread;
+      rs[i].rounds = static_cast<int>(medians[i].size());
+    }
+    m.end_shape();
+    progress.after();
+    for (BenchResult& r : rs) out.push_back(std::move(r));
+    if (aborted) break;
+  }
+  progress.finish();
+  return out;
+}
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+  Options opts;
+  {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    const std::string err = parse_options(args, opts);
+    if (!err.empty()) {
+      std::cerr << "ktune_bench: " << err << "\n";
+      return 2;
+    }
+  }
+  if (opts.help) {
+    std::cout << usage();
+    return 0;
+  }
+
+  // Google Benchmark sees only its own flags.
+  std::vector<std::string> gb_args{argc > 0 ? argv[0] : "ktune_bench"};
+  gb_args.insert(gb_args.end(), opts.passthrough.begin(), opts.passthrough.end());
+  std::vector<char*> gb_argv;
+  for (std::string& a : gb_args) gb_argv.push_back(a.data());
+  int gb_argc = static_cast<int>(gb_argv.size());
+  benchmark::Initialize(&gb_argc, gb_argv.data());
+  if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_argv.data())) return 2;
+
+  // Specs of the selected ops: the copy built into the binary, or --kernels DIR.
+  const BuildInfo& build = build_info();
+  const Registry& registry = Registry::global();
+  const std::vector<std::string> compiled = registry.ops();
+  std::vector<std::string> ops = opts.ops.empty() ? compiled : opts.ops;
+  std::map<std::string, OpSpec> specs;
+  for (const std::string& op : ops) {
+    if (std::find(compiled.begin(), compiled.end(), op) == compiled.end()) {
+      std::string have;
+      for (const std::string& c : compiled) have += (have.empty() ? "" : ", ") + c;
+      std::cerr << "ktune_bench: op '" << op << "' is not compiled into this binary (compiled: "
+                << (have.empty() ? "none" : have) << ")\n";
+      return 2;
+    }
+    if (!HarnessRegistry::global().find(op)) {
+      std::cerr << "ktune_bench: op '" << op << "' has variants but no registered ktune::Harness\n";
+      return 1;
+    }
+    std::string text, origin, err;
+    if (!opts.kernels.empty()) {
+      origin = opts.kernels + "/" + op + "/spec.json";
+      text = read_file(origin, err);
+    } else if (const OpBuild* b = build.find(op)) {
+      origin = op + "/spec.json (built in)";
+      text = b->spec_json;
+    } else {
+      err = "no spec.json built in for op " + op + " (pass --kernels DIR)";
+    }
+    if (!err.empty()) {
+      std::cerr << "ktune_bench: " << err << "\n";
+      return 1;
+    }
+    try {
+      OpSpec s = parse_spec(text, origin);
+      if (s.op != op) {
+        std::cerr << "ktune_bench: " << origin << " names op '" << s.op << "'\n";
+        return 1;
+      }
+      specs.emplace(op, std::move(s));
+    } catch (const std::exception& e) {
+      std::cerr << "ktune_bench: " << e.what() << "\n";
+      return 1;
+    }
+  }
+
+  if (opts.list) {
+    std::set<std::string> seen;
+    std::size_t n = 0;
+    for (const ShapeGroup& g : plan_sweep(specs, registry, 0, opts, [](const WorkItem&) { return std::string(); }))
+      for (const WorkItem& it : g.items)
+        if (seen.insert(it.name).second) {
+          std::cout << it.name << "\n";
+          ++n;
+        }
+    std::cerr << "ktune_bench: " << n << " benchmarks\n";
+    return 0;
+  }
+
+  DeviceContext dev;
+  if (const Status st = query_device_context(dev); !st.ok()) {
+    std::cerr << "ktune_bench: no usable CUDA device: " << st.message;
+    if (st.cuda != cudaSuccess) std::cerr << " (" << cudaGetErrorString(st.cuda) << ")";
+    std::cerr << "\n";
+    return 1;
+  }
+  if (opts.print_gpu_slug) {
+    std::cout << gpu_slug(dev.name) << "\n";
+    return 0;
+  }
+
+  const TimingSettings timing = opts.quick ? quick_timing() : full_timing();
+  std::cerr << "ktune_bench: " << dev.name << " (sm_" << dev.arch << ", " << dev.sms << " SMs): measuring the copy ceiling and an empty kernel\n";
+  Baselines base;
+  if (const Status st = measure_baselines(timing, base); !st.ok()) {
+    std::cerr << "ktune_bench: measuring the baselines failed: " << st.message;
+    if (st.cuda != cudaSuccess) std::cerr << " (" << cudaGetErrorString(st.cuda) << ")";
+    std::cerr << "\n";
+    return 1;
+  }
+  const double copy_gbps = base.copy_gbps();
+  std::cerr << "ktune_bench: copy ceiling " << number(copy_gbps) << " GB/s, empty kernel " << number(base.empty.median_us) << " us\n";
+
+  const std::uint64_t run_seed = opts.seed ? *opts.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  const bool cold = !opts.warm_l2;
+  GpuMeasurer measurer(specs, dev.arch, timing, cold, run_seed, copy_gbps);
+
+  std::vector<BenchResult> results;
+  bool aborted = false;
+  std::string abort_reason, cache_path;
+  if (!opts.retest.empty()) {
+    std::string err;
+    const std::string text = read_file(opts.retest, err);
+    std::vector<Candidate> candidates;
+    if (err.empty()) {
+      try {
+        candidates = parse_candidates(text);
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+    }
+    if (!err.empty()) {
+      std::cerr << "ktune_bench: " << opts.retest << ": " << err << "\n";
+      return 1;
+    }
+    std::vector<Candidate> kept;  // --ops / --dtypes / --shapes / --variants narrow a re-test too
+    const std::regex shapes_re(opts.shapes.empty() ? "." : opts.shapes), ids_re(opts.variants.empty() ? "." : opts.variants);
+    for (Candidate c : candidates) {
+      if (!opts.ops.empty() && std::find(opts.ops.begin(), opts.ops.end(), c.op) == opts.ops.end()) continue;
+      if (!opts.dtypes.empty() && std::find(opts.dtypes.begin(), opts.dtypes.end(), name(c.dtype)) == opts.dtypes.end()) continue;
+      if (!std::regex_search(c.shape.key(), shapes_re)) continue;
+      c.ids.erase(std::remove_if(c.ids.begin(), c.ids.end(), [&](const std::string& id) { return !std::regex_search(id, ids_re); }),
+                  c.ids.end());
+      if (!c.ids.empty()) kept.push_back(std::move(c));
+    }
+    results = run_retest(kept, specs, measurer, dev.arch, opts.quick, aborted, abort_reason);
+  } else {
+    const std::string method = std::string(method_version) + (cold ? ";cold-l2" : ";warm-l2") + (opts.quick ? ";quick" : ";full");
+    auto key_of = [&](const WorkItem& it) {
+      const OpBuild* b = build.find(it.op);
+      return cache_key({it.op, name(it.dtype), it.shape.key(), it.id, b ? b->source_hash : std::string("unknown"),
+                        build.toolchain, dev.name, method});
+    };
+    const std::vector<ShapeGroup> groups = plan_sweep(specs, registry, dev.arch, opts, key_of);
+    if (!opts.no_cache) cache_path = opts.cache.empty() ? executable_dir(argv[0]) + "/ktune-bench-cache.jsonl" : opts.cache;
+    ResultCache cache(cache_path);
+    if (const std::string err = cache.load(); !err.empty()) {
+      std::cerr << "ktune_bench: " << err << "\n";
+      return 1;
+    }
+    std::size_t total = 0, to_measure = 0;
+    for (const ShapeGroup& g : groups)
+      for (const WorkItem& it : g.items) {
+        ++total;
+        to_measure += cache.find(it.key) == nullptr;
+      }
+    std::cerr << "ktune_bench: " << total << " benchmarks, " << total - to_measure << " from the cache"
+              << (cache.enabled() ? " (" + cache.path() + ")" : std::string(" (cache off)")) << ", " << to_measure
+              << " to measure\n";
+    Progress progress(&std::cerr, to_measure, isatty(2) != 0);
+    SweepOutcome o = run_sweep(groups, cache, measurer, &progress);
+    progress.finish();
+    for (const std::string& w : o.warnings) std::cerr << "ktune_bench: warning: " << w << "\n";
+    results = std::move(o.results);
+    aborted = o.aborted;
+    abort_reason = o.abort_reason;
+  }
+
+  Tally tally;
+  for (const BenchResult& r : results) tally.add(r);
+  std::cerr << "ktune_bench: " << tally.passed << " passed, " << tally.incorrect << " incorrect, " << tally.rejected
+            << " rejected, " << tally.cannot << " cannot implement, " << tally.other << " other errors; " << tally.cached
+            << " from the cache\n";
+
+  // Report through Google Benchmark: two reference rows, then every result.
+  register_result(baseline_row("ktune/copy_ceiling", base.copy, 2 * base.copy_bytes, copy_gbps), copy_gbps);
+  register_result(baseline_row("ktune/empty_kernel", base.empty, 0, copy_gbps), copy_gbps);
+  for (const BenchResult& r : results) register_result(r, copy_gbps);
+
+  benchmark::AddCustomContext("ktune_version", build.version);
+  benchmark::AddCustomContext("git_commit", build.git_commit);
+  benchmark::AddCustomContext("toolchain", build.toolchain);
+  benchmark::AddCustomContext("gpu", dev.name);
+  benchmark::AddCustomContext("gpu_slug", gpu_slug(dev.name));
+  benchmark::AddCustomContext("arch", std::to_string(dev.arch));
+  benchmark::AddCustomContext("sms", std::to_string(dev.sms));
+  benchmark::AddCustomContext("l2_bytes", std::to_string(dev.l2_bytes));
+  benchmark::AddCustomContext("sm_clock_khz", std::to_string(dev.sm_clock_khz));
+  benchmark::AddCustomContext("mem_clock_khz", std::to_string(dev.mem_clock_khz));
+  benchmark::AddCustomContext("driver_version", std::to_string(dev.driver_version));
+  benchmark::AddCustomContext("cuda_runtime_version", std::to_string(dev.runtime_version));
+  benchmark::AddCustomContext("copy_ceiling_gbps", number(copy_gbps));
+  benchmark::AddCustomContext("copy_memcpy_gbps", number(base.copy_memcpy_gbps));
+  benchmark::AddCustomContext("copy_kernel_gbps", number(base.copy_kernel_gbps));
+  benchmark::AddCustomContext("empty_kernel_us", number(base.empty.median_us));
+  benchmark::AddCustomContext("cold_l2", cold ? "1" : "0");
+  benchmark::AddCustomContext("mode", opts.retest.empty() ? "sweep" : "retest");
+  benchmark::AddCustomContext("quick", opts.quick ? "1" : "0");
+  benchmark::AddCustomContext("run_seed", std::to_string(run_seed));
+  benchmark::AddCustomContext("spec_source", opts.kernels.empty() ? "built-in" : opts.kernels);
+  benchmark::AddCustomContext("complete", aborted ? "0" : "1");
+  for (const auto& [op, spec] : specs) {
+    if (const OpBuild* b = build.find(op)) {
+      if (b->has_space_hash) benchmark::AddCustomContext("space_hash." + op, hex64(b->space_hash));
+      benchmark::AddCustomContext("source_hash." + op, b->source_hash);
+    }
+  }
+
+  const int color = isatty(1) ? benchmark::ConsoleReporter::OO_Color : benchmark::ConsoleReporter::OO_None;
+  AgreedNames<benchmark::ConsoleReporter> console(
+      static_cast<benchmark::ConsoleReporter::OutputOptions>(benchmark::ConsoleReporter::OO_Tabular | color));
+  AgreedNames<benchmark::JSONReporter> json_display, json_file;
+  AgreedNames<benchmark::ConsoleReporter> console_file(benchmark::ConsoleReporter::OO_Tabular);
+  benchmark::BenchmarkReporter* display =
+      opts.benchmark_format == "json" ? static_cast<benchmark::BenchmarkReporter*>(&json_display) : &console;
+  if (opts.benchmark_out.empty()) {
+    benchmark::RunSpecifiedBenchmarks(display);
+  } else {
+    benchmark::BenchmarkReporter* file =
+        opts.benchmark_out_format == "json" ? static_cast<benchmark::BenchmarkReporter*>(&json_file) : &console_file;
+    benchmark::RunSpecifiedBenchmarks(display, file);
+  }
+  benchmark::Shutdown();
+
+  if (aborted) {
+    std::cerr << "ktune_bench: stopped early: " << abort_reason << "\n"
+              << (opts.retest.empty() ? "ktune_bench: that failure is cached; run the same command again to resume\n"
+                                      : "ktune_bench: drop that variant from the candidates and run again\n");
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace ktune::bench

@@ -1,0 +1,526 @@
+// bench/measure.cu: the GPU half of ktune_bench (see measure.hpp).
+//
+// Per shape group: the harness draws one set of inputs for a seed derived from the run's seed and the
+// (op, dtype, shape), the float64 reference is computed once from them, and a rotation arena holds
+// `rotations` independent input/output sets (more than twice the L2 in total, so each timed launch
+// starts with a cold L2). A pristine device copy of the inputs restores set 0 before every gate, so a
+// variant that writes into its inputs (in-place ops, or a bug) cannot spoil the next variant's check.
+#include "measure.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <ktune/device_check.hpp>
+#include <ktune/fill.cuh>
+#include <ktune/harness.hpp>
+#include <ktune/registry.hpp>
+#include <ktune/timing.cuh>
+#include <ktune/verify.hpp>
+
+namespace ktune::bench {
+
+namespace {
+
+constexpr std::size_t tensor_alignment = 256;   // what cudaMalloc gives: full-width vector paths apply
+constexpr std::size_t compare_chunk = std::size_t{1} << 20;
+
+std::string describe(const Status& st) {
+  std::string s = st.message;
+  if (st.cuda != cudaSuccess) s += std::string(" (") + cudaGetErrorName(st.cuda) + ": " + cudaGetErrorString(st.cuda) + ")";
+  return s;
+}
+
+TimingOptions to_options(const TimingSettings& t) {
+  TimingOptions o;
+  o.warmup = t.warmup;
+  o.min_samples = t.min_samples;
+  o.max_samples = t.max_samples;
+  o.stable_rel = t.stable_rel;
+  o.max_seconds = t.max_seconds;
+  o.graph = t.graph;
+  o.graph_below_us = t.graph_below_us;
+  o.graph_sample_us = t.graph_sample_us;
+  o.max_batch = t.max_batch;
+  return o;
+}
+
+Timed to_timed(const TimingResult& r) { return {r.median_us, r.min_us, r.max_us, r.samples, r.batch}; }
+
+/// Calls f(T{}) with the storage type of a tensor: fp32 tensors are float whatever the op's dtype.
+template <class F>
+decltype(auto) visit_tensor_type(const TensorInfo& t, DType dtype, F&& f) {
+  if (t.element_bytes == 4) return f(float{});
+  return visit_dtype(dtype, std::forward<F>(f));
+}
+
+/// ktune::compare over chunks on several threads. Merging is exact for passing outputs; for failing
+/// ones rel_l2 can differ slightly from a single pass (the failure itself is exact).
+template <class T>
+Comparison compare_parallel(const T* out, const std::vector<double>& ref, const std::vector<double>& ref2_chunks,
+                            Tolerance tol) {
+  const std::size_t n = ref.size();
+  const std::size_t chunks = (n + compare_chunk - 1) / compare_chunk;
+  if (chunks <= 1) return compare(out, ref.data(), n, tol);
+  std::vector<Comparison> part(chunks);
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t workers = std::min<std::size_t>({chunks, hw, 32});
+  auto work = [&](std::size_t w) {
+    for (std::size_t c = w; c < chunks; c += workers) {
+      const std::size_t begin = c * compare_chunk;
+      part[c] = compare(out + begin, ref.data() + begin, std::min(compare_chunk, n - begin), tol);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work, w);
+  work(0);
+  for (std::thread& t : pool) t.join();
+
+  Comparison c;
+  double err2 = 0, ref2 = 0;
+  for (std::size_t k = 0; k < chunks; ++k) {
+    const Comparison& p = part[k];
+    c.count += p.count;
+    c.unwritten += p.unwritten;
+    c.mismatched += p.mismatched;
+    if (c.first_bad == static_cast<std::size_t>(-1) && p.first_bad != static_cast<std::size_t>(-1)) {
+      c.first_bad = k * compare_chunk + p.first_bad;
+      c.first_bad_value = p.first_bad_value;
+      c.first_bad_ref = p.first_bad_ref;
+    }
+    c.max_abs = std::max(c.max_abs, p.max_abs);
+    err2 += p.rel_l2 * p.rel_l2 * (ref2_chunks[k] > 0 ? ref2_chunks[k] : 1.0);
+    ref2 += ref2_chunks[k];
+  }
+  c.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  c.passed = c.mismatched == 0 && c.rel_l2 <= tol.rel_l2;
+  return c;
+}
+
+/// Σ ref² over the finite elements of each compare chunk: what compare() divides by when every
+/// element matched.
+std::vector<double> chunk_norms(const std::vector<double>& ref) {
+  std::vector<double> out((ref.size() + compare_chunk - 1) / compare_chunk, 0.0);
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (std::isfinite(ref[i])) out[i / compare_chunk] += ref[i] * ref[i];
+  return out;
+}
+
+}  // namespace
+
+TimingSettings full_timing() { return TimingSettings{}; }
+
+TimingSettings quick_timing() {
+  TimingSettings t;
+  t.warmup = 1;
+  t.min_samples = 4;
+  t.max_samples = 12;
+  t.stable_rel = 0.02;
+  t.max_seconds = 0.2;
+  t.graph_sample_us = 200.0;
+  return t;
+}
+
+Status query_device_context(DeviceContext& out) {
+  out = DeviceContext{};
+  KTUNE_CUDA_TRY(cudaGetDevice(&out.ordinal));
+  cudaDeviceProp p{};
+  KTUNE_CUDA_TRY(cudaGetDeviceProperties(&p, out.ordinal));
+  out.name = p.name;
+  out.arch = p.major * 10 + p.minor;
+  out.sms = p.multiProcessorCount;
+  out.l2_bytes = p.l2CacheSize;
+  // CUDA 13's cudaDeviceProp has no clock fields (DESIGN.md): ask for the attributes.
+  KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&out.sm_clock_khz, cudaDevAttrClockRate, out.ordinal));
+  KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&out.mem_clock_khz, cudaDevAttrMemoryClockRate, out.ordinal));
+  KTUNE_CUDA_TRY(cudaDriverGetVersion(&out.driver_version));
+  KTUNE_CUDA_TRY(cudaRuntimeGetVersion(&out.runtime_version));
+  return Status::success();
+}
+
+Status measure_baselines(const TimingSettings& timing, Baselines& out) {
+  out = Baselines{};
+  CopyCeiling copy;
+  KTUNE_TRY(measure_copy_ceiling(copy));
+  out.copy_bytes = static_cast<double>(copy.bytes);
+  out.copy_memcpy_gbps = copy.memcpy_gbps;
+  out.copy_kernel_gbps = copy.kernel_gbps;
+  const double us = 2.0 * static_cast<double>(copy.bytes) / (copy.best_gbps() * 1e3);
+  out.copy = {us, us, us, 10, 1};
+
+  cudaStream_t stream = nullptr;
+  KTUNE_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));  // graph capture needs one
+  TimingResult r;
+  const Status st = time_empty_kernel(stream, to_options(timing), r);
+  cudaStreamDestroy(stream);
+  KTUNE_TRY(st);
+  out.empty = to_timed(r);
+  return Status::success();
+}
+
+std::uint64_t shape_seed(std::uint64_t run_seed, const std::string& op, DType dtype, const std::string& shape_key) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const std::string& s : {op, std::string(name(dtype)), shape_key}) {
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+    h = (h ^ '/') * 0x100000001b3ull;
+  }
+  return mix64(run_seed ^ h) & ((std::uint64_t{1} << 53) - 1);
+}
+
+struct GpuMeasurer::State {
+  std::map<std::string, OpSpec> specs;
+  int arch = 0;
+  TimingSettings timing;
+  bool cold_l2 = true;
+  std::uint64_t run_seed = 0;
+  double copy_gbps = 0;
+  cudaStream_t stream = nullptr;
+  std::size_t l2_bytes = 0;
+
+  // The current shape group.
+  const Harness* harness = nullptr;
+  std::string op;
+  DType dtype = DType::f32;
+  Shape shape;
+  Tolerance tol;
+  std::uint64_t seed = 0;
+  double bytes_moved = 0;
+  std::vector<TensorInfo> tensors;
+  std::vector<std::size_t> offsets;     // of each tensor within a set
+  std::size_t set_bytes = 0;
+  std::size_t rotations = 1;
+  char* arena = nullptr;                // rotations x set_bytes
+  char* pristine = nullptr;             // the inputs as drawn, laid out like a set
+  std::vector<std::shared_ptr<const void>> args;  // one per set
+  std::vector<std::size_t> outputs;     // tensor index of each output
+  std::vector<std::vector<double>> reference;
+  std::vector<std::vector<double>> ref_norms;
+  std::vector<std::size_t> host_offsets;  // of each output in `host_out`
+  char* host_out = nullptr;             // pinned, for the gate's copies back
+  const Variant* checked = nullptr;     // the variant of the last successful check()
+
+  void* tensor_ptr(std::size_t set, std::size_t t) const { return arena + set * set_bytes + offsets[t]; }
+
+  void release() {
+    args.clear();  // Args may own nothing on the device, but drop them before the memory they point to
+    if (arena) cudaFree(arena);
+    if (pristine) cudaFree(pristine);
+    if (host_out) cudaFreeHost(host_out);
+    arena = pristine = host_out = nullptr;
+    reference.clear();
+    ref_norms.clear();
+    tensors.clear();
+    offsets.clear();
+    outputs.clear();
+    host_offsets.clear();
+    harness = nullptr;
+    checked = nullptr;
+  }
+
+  /// Restores set 0's inputs from the pristine copy and poisons its write-only outputs.
+  Status reset_set0() {
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      const TensorInfo& ti = tensors[t];
+      if (ti.access == Access::write) {
+        KTUNE_TRY(visit_tensor_type(ti, dtype, [&](auto e) {
+          using T = decltype(e);
+          return fill_bits(static_cast<T*>(tensor_ptr(0, t)), ti.elements, poison_bits<T>(), stream);
+        }));
+      } else {
+        KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor_ptr(0, t), pristine + offsets[t], ti.bytes(), cudaMemcpyDeviceToDevice, stream));
+      }
+    }
+    return Status::success();
+  }
+
+  /// Labels a CUDA failure of a variant; when the context is broken (a sticky error), marks it fatal.
+  void cuda_failure(BenchResult& r, const std::string& prefix, const Status& st) {
+    (void)cudaGetLastError();  // clears an error that is not sticky
+    const cudaError_t sync = cudaDeviceSynchronize();
+    r.error = prefix + describe(st);
+    if (sync != cudaSuccess) {
+      r.fatal = true;
+      r.error += "; this broke the CUDA context, so ktune_bench stops here (rerun to resume after it)";
+    }
+  }
+};
+
+GpuMeasurer::GpuMeasurer(std::map<std::string, OpSpec> specs, int arch, TimingSettings timing, bool cold_l2,
+                         std::uint64_t run_seed, double copy_gbps)
+    : s_(std::make_unique<State>()) {
+  s_->specs = std::move(specs);
+  s_->arch = arch;
+  s_->timing = timing;
+  s_->cold_l2 = cold_l2;
+  s_->run_seed = run_seed;
+  s_->copy_gbps = copy_gbps;
+}
+
+GpuMeasurer::~GpuMeasurer() {
+  s_->release();
+  if (s_->stream) cudaStreamDestroy(s_->stream);
+}
+
+void GpuMeasurer::end_shape() { s_->release(); }
+
+std::string GpuMeasurer::begin_shape(const ShapeGroup& g) {
+  State& s = *s_;
+  s.release();
+  if (!s.stream) {
+    const Status st = Status::from_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    if (!st.ok()) return describe(st);
+  }
+  if (s.l2_bytes == 0) {
+    const DeviceInfo* dev = nullptr;
+    const Status st = current_device(dev);
+    if (!st.ok()) return describe(st);
+    s.l2_bytes = static_cast<std::size_t>(dev->l2_bytes);
+  }
+  s.harness = HarnessRegistry::global().find(g.op);
+  if (!s.harness) return "no ktune::Harness registered for op " + g.op;
+  auto spec = s.specs.find(g.op);
+  if (spec == s.specs.end()) return "no spec.json for op " + g.op;
+  s.op = g.op;
+  s.dtype = g.dtype;
+  s.shape = g.shape;
+  s.tol = spec->second.tolerance_for(g.dtype);
+  s.seed = shape_seed(s.run_seed, g.op, g.dtype, g.shape.key());
+
+  HostTensors host;
+  try {
+    s.bytes_moved = static_cast<double>(spec->second.bytes_moved(g.shape, g.dtype));
+    s.tensors = s.harness->tensors(g.shape, g.dtype);
+    double harness_bytes = 0;
+    for (const TensorInfo& t : s.tensors)
+      harness_bytes += static_cast<double>(t.bytes()) * (t.access == Access::read_write ? 2 : 1);
+    if (harness_bytes != s.bytes_moved)
+      return "the harness's tensors move " + std::to_string(static_cast<long long>(harness_bytes)) +
+             " bytes per call, spec.json says " + std::to_string(static_cast<long long>(s.bytes_moved));
+    host.resize(s.tensors.size());
+    for (std::size_t t = 0; t < s.tensors.size(); ++t) host[t].resize(s.tensors[t].bytes());
+    s.harness->fill_inputs(g.shape, g.dtype, s.seed, host);
+    for (std::size_t t = 0; t < s.tensors.size(); ++t)
+      if (s.tensors[t].access != Access::write && host[t].size() != s.tensors[t].bytes())
+        return "the harness filled tensor " + s.tensors[t].name + " with " + std::to_string(host[t].size()) +
+               " bytes, its TensorInfo says " + std::to_string(s.tensors[t].bytes());
+    s.reference = s.harness->reference(g.shape, g.dtype, host);
+  } catch (const std::exception& e) {
+    return std::string("the harness failed: ") + e.what();
+  }
+  for (std::size_t t = 0; t < s.tensors.size(); ++t)
+    if (s.tensors[t].is_output()) s.outputs.push_back(t);
+  if (s.reference.size() != s.outputs.size())
+    return "the harness's reference has " + std::to_string(s.reference.size()) + " outputs, its tensors " +
+           std::to_string(s.outputs.size());
+  std::size_t host_bytes = 0;
+  for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+    const TensorInfo& t = s.tensors[s.outputs[o]];
+    if (s.reference[o].size() != t.elements)
+      return "the harness's reference of " + t.name + " has " + std::to_string(s.reference[o].size()) +
+             " elements, the tensor " + std::to_string(t.elements);
+    s.ref_norms.push_back(chunk_norms(s.reference[o]));
+    s.host_offsets.push_back(host_bytes);
+    host_bytes += t.bytes();
+  }
+
+  for (const TensorInfo& t : s.tensors) {
+    s.offsets.push_back(s.set_bytes);
+    s.set_bytes += (t.bytes() + tensor_alignment - 1) / tensor_alignment * tensor_alignment;
+  }
+  if (s.set_bytes == 0) s.set_bytes = tensor_alignment;  // T = 0: nothing to move, still valid pointers
+
+  // Halve the rotation until it fits: a cold L2 with fewer sets beats no measurement.
+  s.rotations = s.cold_l2 ? rotations_for_cold_l2(s.set_bytes, s.l2_bytes) : 1;
+  for (;;) {
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, s.rotations * s.set_bytes);
+    if (e == cudaSuccess) {
+      s.arena = static_cast<char*>(p);
+      break;
+    }
+    (void)cudaGetLastError();
+    if (e != cudaErrorMemoryAllocation || s.rotations == 1)
+      return "cudaMalloc of " + std::to_string(s.rotations * s.set_bytes) + " bytes: " + cudaGetErrorString(e);
+    s.rotations = (s.rotations + 1) / 2;
+  }
+  {
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, s.set_bytes);
+    if (e != cudaSuccess) return std::string("cudaMalloc of the pristine inputs: ") + cudaGetErrorString(e);
+    s.pristine = static_cast<char*>(p);
+    e = cudaMallocHost(&p, std::max<std::size_t>(host_bytes, 1));
+    if (e != cudaSuccess) return std::string("cudaMallocHost of the output staging: ") + cudaGetErrorString(e);
+    s.host_out = static_cast<char*>(p);
+  }
+
+  auto prepare = [&]() -> Status {
+    for (std::size_t t = 0; t < s.tensors.size(); ++t)
+      if (s.tensors[t].access != Access::write && s.tensors[t].bytes())
+        KTUNE_CUDA_TRY(cudaMemcpy(s.pristine + s.offsets[t], host[t].data(), s.tensors[t].bytes(), cudaMemcpyHostToDevice));
+    for (std::size_t set = 0; set < s.rotations; ++set) {
+      std::vector<void*> ptrs;
+      for (std::size_t t = 0; t < s.tensors.size(); ++t) {
+        const TensorInfo& ti = s.tensors[t];
+        ptrs.push_back(s.tensor_ptr(set, t));
+        if (ti.access != Access::write) {
+          KTUNE_CUDA_TRY(cudaMemcpyAsync(s.tensor_ptr(set, t), s.pristine + s.offsets[t], ti.bytes(),
+                                         cudaMemcpyDeviceToDevice, s.stream));
+        } else {  // outputs start as random data, never zeros
+          KTUNE_TRY(visit_tensor_type(ti, s.dtype, [&](auto e) {
+            using T = decltype(e);
+            return fill_uniform(static_cast<T*>(s.tensor_ptr(set, t)), ti.elements, mix64(s.seed + set + 1), -1.f, 1.f,
+                                s.stream);
+          }));
+        }
+      }
+      s.args.push_back(s.harness->make_args(s.shape, s.dtype, ptrs));
+    }
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
+    return Status::success();
+  };
+  Status st;
+  try {
+    st = prepare();
+  } catch (const std::exception& e) {
+    return std::string("the harness failed: ") + e.what();
+  }
+  if (!st.ok()) return "preparing the inputs: " + describe(st);
+  return {};
+}
+
+BenchResult GpuMeasurer::blank(const WorkItem& item) const {
+  const State& s = *s_;
+  BenchResult r;
+  r.name = item.name;
+  r.op = item.op;
+  r.dtype = name(item.dtype);
+  r.shape = item.shape.key();
+  r.id = item.id;
+  r.bytes = s.bytes_moved;
+  // Cold only if the sets really exceed twice the L2 (a huge set alone does; a capped rotation may not).
+  r.cold_l2 = s.cold_l2 && s.rotations * s.set_bytes > 2 * s.l2_bytes;
+  r.seed = s.seed;
+  r.copy_gbps = s.copy_gbps;
+  return r;
+}
+
+bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
+  State& s = *s_;
+  s.checked = nullptr;
+  const Variant* v = Registry::global().find(item.op, item.dtype, s.arch, item.id);
+  if (!v) {
+    r.error = "cannot implement: variant " + item.id + " is not compiled into this binary for sm_" + std::to_string(s.arch);
+    return false;
+  }
+  const void* args = s.args.at(0).get();
+  const Status can = v->can_implement(args);
+  if (!can.ok()) {
+    r.error = "cannot implement: " + describe(can);
+    return false;
+  }
+
+  // Before running anything: a kernel that cannot launch here would only fail the gate confusingly.
+  DeviceCheck dc;
+  const Status checked = check_on_device(v->resources(args), dc);
+  if (!checked.ok()) {
+    s.cuda_failure(r, "rejected: the device check failed: ", checked);
+    return false;
+  }
+  r.registers = dc.registers;
+  r.local_bytes = static_cast<double>(dc.local_bytes);
+  r.occupancy = dc.occupancy;
+  if (!dc.ok) {
+    r.error = "rejected: " + dc.reason;
+    return false;
+  }
+
+  Status st = s.reset_set0();
+  if (!st.ok()) {
+    s.cuda_failure(r, "error: resetting the inputs: ", st);
+    r.cacheable = r.fatal;
+    return false;
+  }
+  st = v->run(args, s.stream);
+  if (!st.ok()) {
+    if (st.code == StatusCode::cuda_error) s.cuda_failure(r, "incorrect: the launch failed: ", st);
+    else r.error = "cannot implement: " + describe(st);
+    return false;
+  }
+  st = Status::from_cuda(cudaStreamSynchronize(s.stream), "the kernel");
+  if (!st.ok()) {
+    s.cuda_failure(r, "incorrect: ", st);
+    return false;
+  }
+  for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+    const std::size_t t = s.outputs[o];
+    st = Status::from_cuda(cudaMemcpyAsync(s.host_out + s.host_offsets[o], s.tensor_ptr(0, t), s.tensors[t].bytes(),
+                                           cudaMemcpyDeviceToHost, s.stream),
+                           "cudaMemcpyAsync(outputs to host)");
+    if (!st.ok()) break;
+  }
+  if (st.ok()) st = Status::from_cuda(cudaStreamSynchronize(s.stream), "copying the outputs back");
+  if (!st.ok()) {
+    s.cuda_failure(r, "error: ", st);
+    r.cacheable = r.fatal;
+    return false;
+  }
+
+  std::string failure;
+  for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+    const TensorInfo& t = s.tensors[s.outputs[o]];
+    const Comparison c = visit_tensor_type(t, s.dtype, [&](auto e) {
+      using T = decltype(e);
+      return compare_parallel(reinterpret_cast<const T*>(s.host_out + s.host_offsets[o]), s.reference[o], s.ref_norms[o], s.tol);
+    });
+    r.rel_l2 = std::max(r.rel_l2, c.rel_l2);
+    r.max_abs = std::max(r.max_abs, c.max_abs);
+    if (!c.passed && failure.empty()) failure = t.name + ": " + c.summary();
+  }
+  if (!failure.empty()) {
+    r.error = "incorrect: " + failure + " (seed " + std::to_string(s.seed) + ")";
+    return false;
+  }
+  s.checked = v;
+  return true;
+}
+
+bool GpuMeasurer::time(const WorkItem& item, const TimingSettings& timing, Timed& t, BenchResult& r) {
+  State& s = *s_;
+  const Variant* v = s.checked;
+  if (!v || v->id != item.id || v->op != item.op || v->dtype != item.dtype) {
+    v = Registry::global().find(item.op, item.dtype, s.arch, item.id);
+    if (!v) {
+      r.error = "cannot implement: variant " + item.id + " is not compiled into this binary";
+      return false;
+    }
+  }
+  TimingResult tr;
+  const Status st = time_kernel([&](std::size_t set) { return v->run(s.args[set].get(), s.stream); }, s.rotations,
+                                s.stream, to_options(timing), tr);
+  if (!st.ok()) {
+    s.cuda_failure(r, "rejected: timing failed: ", st);
+    return false;
+  }
+  t = to_timed(tr);
+  return true;
+}
+
+BenchResult GpuMeasurer::measure(const WorkItem& item) {
+  BenchResult r = blank(item);
+  if (!check(item, r)) return r;
+  Timed t;
+  if (!time(item, s_->timing, t, r)) return r;
+  r.median_us = t.median_us;
+  r.min_us = t.min_us;
+  r.max_us = t.max_us;
+  r.samples = t.samples;
+  r.batch = t.batch;
+  r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
+  return r;
+}
+
+}  // namespace ktune::bench

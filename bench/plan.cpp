@@ -1,0 +1,50 @@
+#include "plan.hpp"
+
+#include <algorithm>
+#include <regex>
+
+#include "names.hpp"
+
+namespace ktune::bench {
+
+int variant_arch(const Registry& registry, const std::string& op, DType dtype, int device_arch) {
+  int best = 0;
+  for (const Variant* v : registry.select(op, dtype, 0))
+    if ((device_arch == 0 || v->arch <= device_arch) && v->arch > best) best = v->arch;
+  return best;
+}
+
+std::vector<ShapeGroup> plan_sweep(const std::map<std::string, OpSpec>& specs, const Registry& registry,
+                                   int device_arch, const Options& opts,
+                                   const std::function<std::string(const WorkItem&)>& key_of) {
+  const std::regex shapes_re(opts.shapes.empty() ? std::string(".") : opts.shapes);
+  const std::regex variants_re(opts.variants.empty() ? std::string(".") : opts.variants);
+  std::vector<ShapeGroup> groups;
+  for (const auto& [op, spec] : specs) {
+    for (DType dtype : spec.dtypes) {
+      if (!opts.dtypes.empty() &&
+          std::find(opts.dtypes.begin(), opts.dtypes.end(), std::string(name(dtype))) == opts.dtypes.end())
+        continue;
+      const int arch = variant_arch(registry, op, dtype, device_arch);
+      if (arch == 0) continue;
+      std::vector<const Variant*> variants;
+      for (const Variant* v : registry.select(op, dtype, arch))
+        if (std::regex_search(v->id, variants_re)) variants.push_back(v);
+      if (variants.empty()) continue;
+      for (const Shape& shape : spec.shapes()) {
+        const std::string key = shape.key();
+        if (!std::regex_search(key, shapes_re)) continue;
+        ShapeGroup g{op, dtype, shape, {}};
+        for (const Variant* v : variants) {
+          WorkItem it{op, dtype, shape, v->id, benchmark_name(op, dtype, key, v->id), {}};
+          it.key = key_of(it);
+          g.items.push_back(std::move(it));
+        }
+        groups.push_back(std::move(g));
+      }
+    }
+  }
+  return groups;
+}
+
+}  // namespace ktune::bench

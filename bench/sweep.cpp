@@ -1,0 +1,94 @@
+#include "sweep.hpp"
+
+#include "names.hpp"
+
+namespace ktune::bench {
+
+Progress::Progress(std::ostream* out, std::size_t to_measure, bool rewrite_line, double min_interval_s)
+    : out_(out), total_(to_measure), rewrite_(rewrite_line), min_interval_(min_interval_s),
+      start_(Clock::now()), last_print_(start_) {}
+
+double Progress::eta_seconds(double elapsed_s, std::size_t done, std::size_t remaining) {
+  if (done == 0) return -1;
+  return elapsed_s / static_cast<double>(done) * static_cast<double>(remaining);
+}
+
+void Progress::before(const std::string& name) {
+  if (!out_) return;
+  const auto now = Clock::now();
+  const double since = std::chrono::duration<double>(now - last_print_).count();
+  if (printed_ && since < min_interval_ && !rewrite_) return;
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  const double eta = eta_seconds(elapsed, done_, total_ - done_);
+  *out_ << (rewrite_ ? "\r\033[K" : "") << "[" << done_ + 1 << "/" << total_ << "] " << name << "  elapsed "
+        << format_duration(elapsed) << ", ETA " << (eta < 0 ? std::string("?") : format_duration(eta))
+        << (rewrite_ ? "" : "\n");
+  out_->flush();
+  last_print_ = now;
+  printed_ = true;
+}
+
+void Progress::after() { ++done_; }
+
+void Progress::finish() {
+  if (!out_) return;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+  *out_ << (rewrite_ ? "\r\033[K" : "") << "measured " << done_ << " of " << total_ << " in "
+        << format_duration(elapsed) << "\n";
+  out_->flush();
+}
+
+SweepOutcome run_sweep(const std::vector<ShapeGroup>& groups, ResultCache& cache, Measurer& m, Progress* progress) {
+  SweepOutcome o;
+  for (const ShapeGroup& g : groups) {
+    std::vector<const BenchResult*> hits;
+    bool any_missing = false;
+    for (const WorkItem& it : g.items) {
+      hits.push_back(cache.find(it.key));
+      any_missing = any_missing || !hits.back();
+    }
+    std::string prepare_error;
+    if (any_missing) prepare_error = m.begin_shape(g);
+    for (std::size_t i = 0; i < g.items.size(); ++i) {
+      const WorkItem& it = g.items[i];
+      if (hits[i]) {
+        BenchResult r = *hits[i];
+        r.cached = true;
+        o.results.push_back(std::move(r));
+        ++o.from_cache;
+        continue;
+      }
+      if (progress) progress->before(it.name);
+      BenchResult r;
+      if (!prepare_error.empty()) {
+        r.name = it.name;
+        r.op = it.op;
+        r.dtype = name(it.dtype);
+        r.shape = it.shape.key();
+        r.id = it.id;
+        r.error = "error: " + prepare_error;
+        r.cacheable = false;
+      } else {
+        r = m.measure(it);
+      }
+      if (progress) progress->after();
+      ++o.measured;
+      if (r.cacheable) {
+        const std::string err = cache.store(it.key, r);
+        if (!err.empty()) o.warnings.push_back(err);
+      }
+      const bool fatal = r.fatal;
+      o.results.push_back(std::move(r));
+      if (fatal) {
+        o.aborted = true;
+        o.abort_reason = it.name + ": " + o.results.back().error;
+        if (any_missing) m.end_shape();
+        return o;
+      }
+    }
+    if (any_missing) m.end_shape();
+  }
+  return o;
+}
+
+}  // namespace ktune::bench

@@ -1,0 +1,84 @@
+// bench/sweep.hpp: the order of work in a run and what the cache saves of it, independent of the GPU.
+//
+// Work comes in shape groups: every variant of one (op, dtype, shape) shares the inputs, the float64
+// reference and the rotation arena, which a Measurer prepares once per group (begin_shape) and only
+// when at least one of the group's variants is not cached.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <ktune/dtype.hpp>
+#include <ktune/harness.hpp>
+
+#include "cache.hpp"
+#include "result.hpp"
+
+namespace ktune::bench {
+
+struct WorkItem {
+  std::string op;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::string id;
+  std::string name;  ///< benchmark name
+  std::string key;   ///< cache key
+};
+
+struct ShapeGroup {
+  std::string op;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::vector<WorkItem> items;
+};
+
+/// Checks and times the variants of one shape group at a time.
+class Measurer {
+ public:
+  virtual ~Measurer() = default;
+  /// Prepares inputs, reference and buffers for `g`. Returns an empty string, or why it could not.
+  virtual std::string begin_shape(const ShapeGroup& g) = 0;
+  /// Correctness gate, device check and timing of one variant of the current group.
+  virtual BenchResult measure(const WorkItem& item) = 0;
+  /// Frees what begin_shape prepared (called after every begin_shape, also a failed one).
+  virtual void end_shape() = 0;
+};
+
+/// Progress with an ETA, one line per update (or one rewritten line on a terminal).
+class Progress {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Progress(std::ostream* out, std::size_t to_measure, bool rewrite_line, double min_interval_s = 2.0);
+  /// Called before measuring item `name`; prints when `min_interval_s` passed since the last line.
+  void before(const std::string& name);
+  /// Called after each measured item.
+  void after();
+  void finish();
+  /// Seconds left for `remaining` items at the average pace so far (negative: unknown yet).
+  static double eta_seconds(double elapsed_s, std::size_t done, std::size_t remaining);
+
+ private:
+  std::ostream* out_;
+  std::size_t total_, done_ = 0;
+  bool rewrite_;
+  double min_interval_;
+  Clock::time_point start_, last_print_;
+  bool printed_ = false;
+};
+
+struct SweepOutcome {
+  std::vector<BenchResult> results;  ///< in work order; cached ones marked
+  std::size_t measured = 0, from_cache = 0;
+  bool aborted = false;              ///< stopped after a fatal (context-breaking) result
+  std::string abort_reason;
+  std::vector<std::string> warnings; ///< e.g. cache write failures
+};
+
+/// Runs every item: a cached result is re-emitted, anything else measured and cached.
+SweepOutcome run_sweep(const std::vector<ShapeGroup>& groups, ResultCache& cache, Measurer& m, Progress* progress);
+
+}  // namespace ktune::bench
