@@ -1,0 +1,342 @@
+// CPU tests of the diagnosis rules (ktune/diagnose.hpp) on recorded metric sets: every rule fires on a
+// set built to trigger it and stays silent on a good one, and the theoretical occupancy matches the
+// CUDA occupancy calculator on hand-computed cases.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <ktune/diagnose.hpp>
+
+namespace {
+
+using ktune::profile::diagnose;
+using ktune::profile::fired;
+using ktune::profile::Finding;
+using ktune::profile::KernelMetrics;
+using ktune::profile::ProfileRecord;
+namespace rules = ktune::profile::rules;
+
+ktune::profile::DeviceFacts h100() {
+  ktune::profile::DeviceFacts d;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.arch = 90;
+  d.sms = 132;
+  d.l2_bytes = 50 << 20;
+  d.max_threads_per_sm = 2048;
+  d.max_blocks_per_sm = 32;
+  d.regs_per_sm = 65536;
+  d.smem_per_sm = 228 * 1024;
+  return d;
+}
+
+// A coalesced 16-byte-per-thread streaming kernel moving 512 MB at 97.5% of a 3000 GB/s ceiling.
+ProfileRecord good_record() {
+  ProfileRecord r;
+  r.op = "scale";
+  r.dtype = "fp32";
+  r.shape = "tokens=2048,d=32768";
+  r.variant = "tpb_256.vb_16";
+  r.device = h100();
+  r.tokens = 2048;
+  r.expected_bytes = 512e6;
+  r.copy_ceiling_gbps = 3000;
+  r.empty_kernel_us = 2.0;
+  r.event_us = 177.0;
+  KernelMetrics k;
+  k.name = "scale_kernel";
+  k.grid[0] = 125000, k.grid[1] = 1, k.grid[2] = 1;
+  k.block[0] = 256, k.block[1] = 1, k.block[2] = 1;
+  k.registers = 32;
+  k.static_smem = 0;
+  k.dynamic_smem = 0;
+  k.local_bytes = 0;
+  k.duration_us = 175.0;
+  k.dram_read_bytes = 256e6;
+  k.dram_write_bytes = 256e6;
+  k.dram_throughput_pct = 92;
+  k.achieved_occupancy = 0.86;
+  const double requests = 500000;  // 256 MB / (32 lanes * 16 bytes)
+  k.ld_requests = requests;
+  k.ld_bytes = requests * 512;
+  k.ld_sectors = requests * 16;
+  k.st_requests = requests;
+  k.st_bytes = requests * 512;
+  k.st_sectors = requests * 16;
+  r.kernels.push_back(k);
+  return r;
+}
+
+const Finding* find(const std::vector<Finding>& fs, const char* rule) {
+  for (const Finding& f : fs)
+    if (f.rule == rule) return &f;
+  return nullptr;
+}
+
+TEST(Diagnose, GoodRecordHasNoFindings) {
+  const std::vector<Finding> fs = diagnose(good_record());
+  for (const Finding& f : fs) ADD_FAILURE() << "unexpected finding: " << f.rule << ": " << f.message;
+}
+
+TEST(Diagnose, NothingMeasuredNothingFound) {
+  ProfileRecord r;
+  r.event_us = 10.0;
+  EXPECT_TRUE(diagnose(r).empty());
+  r.kernels.emplace_back();  // a kernel with no launch shape and no metrics
+  EXPECT_TRUE(diagnose(r).empty());
+}
+
+// ---- uncoalesced access ---------------------------------------------------------------------------
+TEST(Diagnose, StridedLoadsAreUncoalesced) {
+  ProfileRecord r = good_record();
+  KernelMetrics& k = r.kernels[0];
+  // 4-byte loads, each lane in its own sector: 32 sectors per request where 4 would do.
+  k.ld_bytes = *k.ld_requests * 128;
+  k.ld_sectors = *k.ld_requests * 32;
+  const auto fs = diagnose(r);
+  const Finding* f = find(fs, rules::uncoalesced_loads);
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->value, 8.0);
+  EXPECT_DOUBLE_EQ(f->threshold, 2.0);
+  EXPECT_EQ(f->comparison, ">=");
+  EXPECT_EQ(f->kernel, "scale_kernel");
+  EXPECT_NE(f->metric.find("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"), std::string::npos);
+  EXPECT_NE(f->message.find("32.0 sectors per request"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("DRAM throughput 92%"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("uncoalesced access"), std::string::npos) << f->message;
+  EXPECT_FALSE(fired(fs, rules::uncoalesced_stores));
+}
+
+TEST(Diagnose, NarrowCoalescedLoadsAreNotUncoalesced) {
+  ProfileRecord r = good_record();
+  KernelMetrics& k = r.kernels[0];
+  // 4-byte coalesced loads: 4 sectors per request is their ideal, not a problem.
+  k.ld_bytes = *k.ld_requests * 128;
+  k.ld_sectors = *k.ld_requests * 4;
+  EXPECT_FALSE(fired(diagnose(r), rules::uncoalesced_loads));
+  // Just below the threshold (1.9x the ideal) stays silent too.
+  k.ld_sectors = *k.ld_requests * 4 * 1.9;
+  EXPECT_FALSE(fired(diagnose(r), rules::uncoalesced_loads));
+  k.ld_sectors = *k.ld_requests * 4 * 2.0;
+  EXPECT_TRUE(fired(diagnose(r), rules::uncoalesced_loads));
+}
+
+TEST(Diagnose, StridedStoresAreUncoalesced) {
+  ProfileRecord r = good_record();
+  KernelMetrics& k = r.kernels[0];
+  k.st_bytes = *k.st_requests * 64;   // 2-byte stores ...
+  k.st_sectors = *k.st_requests * 8;  // ... spread over 8 sectors instead of 2
+  const auto fs = diagnose(r);
+  const Finding* f = find(fs, rules::uncoalesced_stores);
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->value, 4.0);
+  EXPECT_FALSE(fired(fs, rules::uncoalesced_loads));
+}
+
+// ---- bandwidth vs the copy ceiling ----------------------------------------------------------------
+TEST(Diagnose, LowBandwidthOnALargeCall) {
+  ProfileRecord r = good_record();
+  r.kernels[0].duration_us = 320.0;  // 512 MB in 320 us = 1600 GB/s = 53.3% of 3000
+  const auto fs = diagnose(r);
+  const Finding* f = find(fs, rules::dram_below_ceiling);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->value, 100.0 * 1600.0 / 3000.0, 1e-9);
+  EXPECT_DOUBLE_EQ(f->threshold, 80.0);
+  EXPECT_EQ(f->comparison, "<");
+  EXPECT_NE(f->message.find("1600 GB/s"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("3000 GB/s copy ceiling"), std::string::npos) << f->message;
+}
+
+TEST(Diagnose, LowBandwidthIgnoredOnSmallCallsAndWithoutCeiling) {
+  ProfileRecord small = good_record();
+  small.expected_bytes = 1e6;  // 1 MB: latency- and launch-bound territory
+  small.kernels[0].duration_us = 5.0;
+  small.kernels[0].dram_read_bytes = 0.5e6;
+  small.kernels[0].dram_write_bytes = 0.5e6;
+  EXPECT_FALSE(fired(diagnose(small), rules::dram_below_ceiling));
+  ProfileRecord no_ceiling = good_record();
+  no_ceiling.kernels[0].duration_us = 320.0;
+  no_ceiling.copy_ceiling_gbps.reset();
+  EXPECT_FALSE(fired(diagnose(no_ceiling), rules::dram_below_ceiling));
+}
+
+TEST(Diagnose, BandwidthFallsBackToEventTimeAndDramBytes) {
+  ProfileRecord r = good_record();
+  r.kernels[0].duration_us.reset();
+  r.expected_bytes.reset();
+  r.event_us = 400.0;  // 512 MB of DRAM traffic in 400 us = 1280 GB/s
+  const auto fs = diagnose(r);
+  const Finding* f = find(fs, rules::dram_below_ceiling);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->value, 100.0 * 1280.0 / 3000.0, 1e-9);
+}
+
+// ---- occupancy limited by registers ---------------------------------------------------------------
+TEST(Diagnose, TheoreticalOccupancyMatchesTheCalculator) {
+  const auto d = h100();
+  auto o = ktune::profile::theoretical_occupancy(d, 128, 96, 0);
+  // 96 regs * 32 lanes = 3072 per warp; 16384 per sub-partition / 3072 = 5 warps; 20 warps / 4 per block.
+  EXPECT_EQ(o.by_registers, 5);
+  EXPECT_EQ(o.blocks, 5);
+  EXPECT_STREQ(o.limiter, "registers");
+  EXPECT_DOUBLE_EQ(o.occupancy, 20.0 / 64.0);
+  o = ktune::profile::theoretical_occupancy(d, 256, 64, 0);  // 2048 per warp: 8 per partition, 32 warps
+  EXPECT_EQ(o.blocks, 4);
+  EXPECT_STREQ(o.limiter, "registers");
+  EXPECT_DOUBLE_EQ(o.occupancy, 0.5);
+  o = ktune::profile::theoretical_occupancy(d, 128, 32, 0);  // registers allow 16, threads allow 16
+  EXPECT_EQ(o.blocks, 16);
+  EXPECT_STREQ(o.limiter, "threads");
+  EXPECT_DOUBLE_EQ(o.occupancy, 1.0);
+  o = ktune::profile::theoretical_occupancy(d, 128, 30, 0);  // 30 rounds up to 32 registers per lane
+  EXPECT_EQ(o.by_registers, 16);
+  o = ktune::profile::theoretical_occupancy(d, 32, 16, 0);  // 1-warp blocks: the 32-block limit binds
+  EXPECT_EQ(o.blocks, 32);
+  EXPECT_STREQ(o.limiter, "blocks");
+  o = ktune::profile::theoretical_occupancy(d, 256, 32, 100 * 1024);  // 228 KB / (100 KB + 1 KB) = 2
+  EXPECT_EQ(o.by_smem, 2);
+  EXPECT_STREQ(o.limiter, "shared memory");
+}
+
+TEST(Diagnose, RegisterLimitedOccupancy) {
+  ProfileRecord r = good_record();
+  KernelMetrics& k = r.kernels[0];
+  k.block[0] = 128;
+  k.registers = 96;
+  k.achieved_occupancy = 0.29;
+  const auto fs = diagnose(r);
+  const Finding* f = find(fs, rules::register_limited_occupancy);
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->value, 0.3125);
+  EXPECT_DOUBLE_EQ(f->threshold, 0.5);
+  EXPECT_NE(f->message.find("occupancy limited by registers: 96 per thread"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("5 blocks of 128 threads"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("achieved 29%"), std::string::npos) << f->message;
+}
+
+TEST(Diagnose, RegisterLimitSilentWhenItDoesNotBindOrOccupancyIsHigh) {
+  ProfileRecord few_blocks = good_record();
+  few_blocks.kernels[0].block[0] = 128;
+  few_blocks.kernels[0].registers = 96;
+  few_blocks.kernels[0].grid[0] = 5 * 132;  // one wave fits even at 5 blocks per SM
+  EXPECT_FALSE(fired(diagnose(few_blocks), rules::register_limited_occupancy));
+  ProfileRecord half = good_record();
+  half.kernels[0].registers = 64;  // 256 threads: registers bind, but at exactly 50% (not below)
+  EXPECT_FALSE(fired(diagnose(half), rules::register_limited_occupancy));
+  ProfileRecord fine = good_record();  // 32 registers: threads bind at 100%
+  EXPECT_FALSE(fired(diagnose(fine), rules::register_limited_occupancy));
+}
+
+// ---- launch-bound ---------------------------------------------------------------------------------
+TEST(Diagnose, SingleBlockPerRowIsLaunchBound) {
+  ProfileRecord r = good_record();
+  r.tokens = 1;
+  r.expected_bytes = 44032;
+  r.event_us = 6.0;
+  KernelMetrics& k = r.kernels[0];
+  k.grid[0] = 1;
+  k.block[0] = 1024;
+  k.duration_us = 4.0;
+  const auto fs = diagnose(r);
+  const Finding* f = find(fs, rules::launch_bound_grid);
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->value, 1.0);
+  EXPECT_DOUBLE_EQ(f->threshold, 132.0);
+  EXPECT_EQ(f->metric, "launch__grid_size");
+  EXPECT_EQ(f->message, "launch-bound: 1 block of 1024 threads for 132 SMs at T = 1");
+  EXPECT_FALSE(fired(fs, rules::launch_bound_time)) << "6 us is 3x the empty kernel's 2 us";
+}
+
+TEST(Diagnose, FullGridIsNotLaunchBound) {
+  ProfileRecord r = good_record();
+  r.kernels[0].grid[0] = 132;  // exactly one block per SM: meets the threshold
+  EXPECT_FALSE(fired(diagnose(r), rules::launch_bound_grid));
+  r.kernels[0].grid[0] = 131;
+  EXPECT_TRUE(fired(diagnose(r), rules::launch_bound_grid));
+}
+
+TEST(Diagnose, CallAtTheEmptyKernelFloorIsLaunchBound) {
+  ProfileRecord r = good_record();
+  r.event_us = 2.6;
+  r.empty_kernel_us = 2.0;
+  const auto fs = diagnose(r);
+  const Finding* f = find(fs, rules::launch_bound_time);
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->value, 1.3);
+  EXPECT_DOUBLE_EQ(f->threshold, 1.5);
+  EXPECT_EQ(f->comparison, "<=");
+  r.event_us = 3.2;  // 1.6x: above the floor band
+  EXPECT_FALSE(fired(diagnose(r), rules::launch_bound_time));
+  r.empty_kernel_us.reset();
+  EXPECT_FALSE(fired(diagnose(r), rules::launch_bound_time));
+}
+
+// ---- excess DRAM traffic --------------------------------------------------------------------------
+TEST(Diagnose, ExcessDramTrafficMeansReReads) {
+  ProfileRecord r = good_record();
+  r.kernels[0].dram_read_bytes = 768e6;  // 1024 MB moved for 512 MB of spec bytes
+  const auto fs = diagnose(r);
+  const Finding* f = find(fs, rules::excess_dram_traffic);
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->value, 2.0);
+  EXPECT_DOUBLE_EQ(f->threshold, 1.25);
+  EXPECT_NE(f->message.find("1.02 GB moved, 2.00x the 512.0 MB"), std::string::npos) << f->message;
+}
+
+TEST(Diagnose, ExcessTrafficSilentWithinBandOrOnSmallCalls) {
+  ProfileRecord r = good_record();
+  r.kernels[0].dram_read_bytes = 300e6;  // 556 MB: 1.09x, within the band
+  EXPECT_FALSE(fired(diagnose(r), rules::excess_dram_traffic));
+  ProfileRecord small = good_record();
+  small.expected_bytes = 1e6;
+  small.kernels[0].dram_read_bytes = 2e6;
+  small.kernels[0].dram_write_bytes = 1e6;
+  small.kernels[0].duration_us = 3.0;
+  EXPECT_FALSE(fired(diagnose(small), rules::excess_dram_traffic));
+}
+
+// ---- spills --------------------------------------------------------------------------------------
+TEST(Diagnose, LocalMemoryIsSpills) {
+  ProfileRecord r = good_record();
+  r.kernels[0].local_bytes = 64;
+  r.kernels[0].registers = 255;
+  const auto fs = diagnose(r);
+  const Finding* f = find(fs, rules::spills);
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(f->value, 64.0);
+  EXPECT_DOUBLE_EQ(f->threshold, 0.0);
+  EXPECT_NE(f->message.find("spills: 64 bytes of local memory per thread"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("with 255 registers"), std::string::npos) << f->message;
+}
+
+TEST(Diagnose, NoLocalMemoryNoSpills) {
+  ProfileRecord r = good_record();
+  r.kernels[0].local_bytes = 0;
+  EXPECT_FALSE(fired(diagnose(r), rules::spills));
+  r.kernels[0].local_bytes.reset();
+  EXPECT_FALSE(fired(diagnose(r), rules::spills));
+}
+
+TEST(Diagnose, ThresholdsAreConfigurable) {
+  ProfileRecord r = good_record();  // 97.5% of the ceiling
+  ktune::profile::Thresholds t;
+  t.bandwidth_pct = 99.0;
+  EXPECT_TRUE(fired(diagnose(r, t), rules::dram_below_ceiling));
+}
+
+TEST(Diagnose, FindingsAreDeterministicAndOrdered) {
+  ProfileRecord r = good_record();
+  r.kernels[0].ld_bytes = *r.kernels[0].ld_requests * 128;
+  r.kernels[0].ld_sectors = *r.kernels[0].ld_requests * 32;
+  r.kernels[0].local_bytes = 16;
+  r.kernels[0].duration_us = 400.0;
+  const auto a = diagnose(r);
+  const auto b = diagnose(r);
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a[0].rule, rules::uncoalesced_loads);  // per-kernel rules first ...
+  EXPECT_EQ(a[1].rule, rules::spills);
+  EXPECT_EQ(a[2].rule, rules::dram_below_ceiling);  // ... then whole-call rules
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].message, b[i].message);
+}
+
+}  // namespace
