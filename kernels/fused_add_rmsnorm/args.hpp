@@ -1,0 +1,93 @@
+// kernels/fused_add_rmsnorm/args.hpp: one call's arguments and the checks every kernel of the op
+// shares. Host only, no CUDA launches: g++ and nvcc both compile it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include <ktune/dtype.hpp>
+#include <ktune/status.hpp>
+
+namespace ktune::ops::fused_add_rmsnorm {
+
+/// Rows longer than this are refused: in-row indices are 32-bit in every kernel (with headroom for a
+/// block's stride past the end), and a 2^30-element row (2-4 GB) is no hidden size.
+inline constexpr std::int64_t max_h = std::int64_t{1} << 30;
+/// Rows are a grid dimension (x), whose limit is 2^31 - 1 blocks.
+inline constexpr std::int64_t max_tokens = (std::int64_t{1} << 31) - 1;
+
+/// One call, in place: per row t, x = input[t] + residual[t] in fp32; residual[t] <- x;
+/// input[t] <- x * rsqrt(mean(x^2) + eps) * weight, both rounded to E.
+///
+/// Tensors: input [tokens, h] (row stride input_stride), residual [tokens, h] (row stride
+/// residual_stride), weight [h]; strides in elements, the last dimension contiguous.
+template <class E>
+struct Args {
+  E* input = nullptr;
+  E* residual = nullptr;
+  const E* weight = nullptr;
+  std::int64_t tokens = 0;
+  std::int64_t h = 0;
+  std::int64_t input_stride = 0;
+  std::int64_t residual_stride = 0;
+  float eps = 1e-6f;
+};
+
+/// The public API's arguments, with stride -1 meaning contiguous rows (stride h).
+template <class E>
+Args<E> make_args(E* input, E* residual, const E* weight, std::int64_t tokens, std::int64_t h, float eps,
+                  std::int64_t input_stride, std::int64_t residual_stride) {
+  return Args<E>{input,  residual, weight, tokens, h, input_stride == -1 ? h : input_stride,
+                 residual_stride == -1 ? h : residual_stride, eps};
+}
+
+namespace detail {
+/// The largest element offset a tensor of `rows` rows of `h` elements at `stride` reaches, plus one,
+/// fits a byte offset (ptrdiff_t) of elements of `bytes` each.
+constexpr bool extent_fits(std::int64_t rows, std::int64_t h, std::int64_t stride, std::int64_t bytes) {
+  const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / bytes;
+  if (rows <= 1) return h <= limit;
+  return stride <= (limit - h) / (rows - 1);
+}
+}  // namespace detail
+
+/// Checks that hold for every kernel of the op, in an order that needs no CUDA call: sizes first
+/// (T = 0 is a valid no-op, whose pointers may be null, as an empty tensor's are), then pointers.
+template <class E>
+Status validate(const Args<E>& a) {
+  static_assert(is_element_v<E>, "fused_add_rmsnorm is defined for float, __half and __nv_bfloat16.");
+  constexpr std::int64_t eb = sizeof(E);
+  if (a.tokens < 0) return Status::invalid("fused_add_rmsnorm: tokens is negative");
+  if (a.h < 1) return Status::invalid("fused_add_rmsnorm: h must be at least 1");
+  if (a.input_stride < a.h) return Status::invalid("fused_add_rmsnorm: input_stride is shorter than a row (h)");
+  if (a.residual_stride < a.h)
+    return Status::invalid("fused_add_rmsnorm: residual_stride is shorter than a row (h)");
+  if (!(a.eps >= 0.f) || std::isinf(a.eps))
+    return Status::invalid("fused_add_rmsnorm: eps must be finite and non-negative");
+  if (a.h > max_h) return Status::too_large("fused_add_rmsnorm: h above 2^30 elements per row");
+  if (a.tokens > max_tokens) return Status::too_large("fused_add_rmsnorm: tokens above 2^31 - 1 rows");
+  if (!detail::extent_fits(a.tokens, a.h, a.input_stride, eb) ||
+      !detail::extent_fits(a.tokens, a.h, a.residual_stride, eb))
+    return Status::too_large("fused_add_rmsnorm: (tokens - 1) * stride + h overflows 64-bit byte offsets");
+  if (a.tokens == 0) return Status::success();
+  if (!a.input || !a.residual || !a.weight)
+    return Status::invalid("fused_add_rmsnorm: input, residual and weight must not be null");
+  if (reinterpret_cast<std::uintptr_t>(a.input) % eb || reinterpret_cast<std::uintptr_t>(a.residual) % eb ||
+      reinterpret_cast<std::uintptr_t>(a.weight) % eb)
+    return Status::invalid("fused_add_rmsnorm: a pointer is not aligned to the element size");
+  if (a.input == a.residual) return Status::invalid("fused_add_rmsnorm: input and residual are the same buffer");
+  return Status::success();
+}
+
+/// The shape key of tuned tables: tokens and the row width h.
+template <class E>
+std::int64_t tokens(const Args<E>& a) {
+  return a.tokens;
+}
+template <class E>
+std::int64_t width(const Args<E>& a) {
+  return a.h;
+}
+
+}  // namespace ktune::ops::fused_add_rmsnorm
