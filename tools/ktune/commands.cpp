@@ -205,7 +205,8 @@ int cmd_select(const std::vector<std::string>& argv) {
         "                             and the Kernel Tuner T4 export <op>.t4.json beside it.\n"
         "  --kernels DIR   kernel folders with spec.json (default: kernels)\n"
         "  --results DIR   where results go (default: reports)\n"
-        "  --build-json F  build record kept in the results for the report (default: build/ktune-build.json if present)\n"
+        "  --build-json F  build record kept in the results for the report (default: build/ktune-build.json if\n"
+        "                  present; none: no record)\n"
         "Later files override earlier ones for the same benchmark and mode, so a resumed run is given last.\n");
     return exit_ok;
   }
@@ -250,7 +251,9 @@ int cmd_select(const std::vector<std::string>& argv) {
 
   const std::string build_path = a.get("build-json", "build/ktune-build.json");
   nlohmann::ordered_json build;
-  if (file_exists(build_path)) {
+  if (build_path == "none") {
+    // explicitly no build record
+  } else if (file_exists(build_path)) {
     try {
       build = nlohmann::ordered_json::parse(read_file(build_path));
     } catch (const nlohmann::json::exception& e) {

@@ -115,6 +115,7 @@ std::string fixed(double v, int digits) {
 std::string sig3(double v) {
   if (!std::isfinite(v)) return fixed(v, 0);
   const double a = std::fabs(v);
+  if (a == 0) return "0";
   if (a >= 100) return fixed(v, 0);
   if (a >= 10) return fixed(v, 1);
   if (a >= 1) return fixed(v, 2);

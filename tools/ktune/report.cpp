@@ -106,7 +106,7 @@ struct Series {
 std::string svg_bars(const std::string& title, const std::string& y_label, const std::vector<std::string>& categories,
                      const std::vector<Series>& series, const std::vector<std::pair<double, std::string>>& guides,
                      const std::string& x_label) {
-  const int left = 64, right = 16, top = 36, bottom = 92;
+  const int left = 64, right = 16, top = 48, bottom = 92;
   const int group_w = std::max(18, 6 + 8 * static_cast<int>(series.size()));
   const int plot_w = std::max(320, group_w * static_cast<int>(categories.size()));
   const int plot_h = 240;
@@ -162,9 +162,9 @@ std::string svg_bars(const std::string& title, const std::string& y_label, const
                    top + plot_h);
   o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n", left + plot_w / 2,
                    height - 6, html_escape(x_label));
-  int lx = left + 260;
+  int lx = left;  // legend on its own line under the title
   for (const Series& s : series) {
-    o += fmt::format("<rect x=\"{}\" y=\"10\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"19\" font-size=\"11\">{}</text>\n",
+    o += fmt::format("<rect x=\"{}\" y=\"28\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"37\" font-size=\"11\">{}</text>\n",
                      lx, s.color, lx + 14, html_escape(s.name));
     lx += 24 + 7 * static_cast<int>(s.name.size());
   }

@@ -65,12 +65,30 @@ std::string results_path(const std::string& results_dir, const std::string& slug
 
 // ---- selection ------------------------------------------------------------------------------------
 
-GeneralChoice general_configuration(const DTypeResult& d, int keep) {
+namespace {
+std::vector<const ShapeResult*> general_shapes(const DTypeResult& d) {
   std::vector<const ShapeResult*> shapes;
   for (const ShapeResult& s : d.shapes)
     if (s.in_spec) shapes.push_back(&s);
   if (shapes.empty())
     for (const ShapeResult& s : d.shapes) shapes.push_back(&s);
+  return shapes;
+}
+
+GeneralChoice best_geomean(const std::vector<const ShapeResult*>& shapes, int keep);
+}  // namespace
+
+GeneralChoice general_configuration(const DTypeResult& d, int keep) { return best_geomean(general_shapes(d), keep); }
+
+GeneralChoice general_across_dtypes(const Selection& sel, int keep) {
+  std::vector<const ShapeResult*> shapes;
+  for (const DTypeResult& d : sel.dtypes)
+    for (const ShapeResult* s : general_shapes(d)) shapes.push_back(s);
+  return best_geomean(shapes, keep);
+}
+
+namespace {
+GeneralChoice best_geomean(const std::vector<const ShapeResult*>& shapes, int keep) {
   GeneralChoice g;
   g.shapes = static_cast<int>(shapes.size());
   if (shapes.empty()) return g;
@@ -99,6 +117,7 @@ GeneralChoice general_configuration(const DTypeResult& d, int keep) {
   g.ranking = std::move(means);
   return g;
 }
+}  // namespace
 
 void select_shape(ShapeResult& s, const std::string& general, const std::string& neighbour,
                   const std::set<std::string>& chosen) {

@@ -115,6 +115,11 @@ struct Selection {
 /// for the top-K of each shape.
 GeneralChoice general_configuration(const DTypeResult& d, int keep = 5);
 
+/// The general configuration across every dtype of `s`: the best geometric mean of sweep time over the
+/// shapes general_configuration() uses for each dtype, among the variants correct on all of them. This
+/// is the one configuration a tuned table falls back to (a single type for every dtype).
+GeneralChoice general_across_dtypes(const Selection& s, int keep = 5);
+
 /// Ranks and picks the winner of one shape. Within the noise band the preference is, in order: the
 /// winner of the neighbouring shape (`neighbour`, merges table buckets), the general configuration
 /// (instantiated anyway as the fallback), a variant already chosen for another shape of this dtype

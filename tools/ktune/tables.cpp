@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "io.hpp"
@@ -177,8 +178,8 @@ std::string generate_table(const std::string& op, const std::vector<LoadedResult
        "// buckets with the same winner are merged; within a shape's noise band the winner prefers variants that\n"
        "// keep this table small. Per row: the measured shapes it covers, the winner's median time, S's time and\n"
        "// the speedup over S, the winner's spread, the noise band and its % of the copy ceiling.\n";
-  o += "#pragma once\n\n#include <cstddef>\n#include <cstdint>\n#include <type_traits>\n\n";
-  o += "#include <ktune/space.hpp>\n#include <ktune/tuned.hpp>\n\n#include \"space.hpp\"\n\n";
+  o += "#pragma once\n\n#include <cstddef>\n#include <cstdint>\n#include <type_traits>\n#include <utility>\n\n";
+  o += "#include <ktune/space.hpp>\n#include <ktune/status.hpp>\n#include <ktune/tuned.hpp>\n\n#include \"space.hpp\"\n\n";
   o += fmt::format("namespace ktune::ops::{}::tuned {{\n\n", op);
   o += fmt::format("inline constexpr std::uint64_t space_hash = {}ull;  // Space::space.hash() when tuned\n\n", space_hash);
 
@@ -217,43 +218,68 @@ std::string generate_table(const std::string& op, const std::vector<LoadedResult
     o += "};\n\n";
   }
 
-  // The general configuration per dtype: the best geometric mean over the spec shapes on the first
-  // device (by arch, name) that has one. It also serves devices without rows, so it is used only when
-  // feasible on every architecture ktune supports; otherwise the space's default point.
+  // The general configuration: one type for every dtype (the API's fallback when no row matches, e.g.
+  // on another architecture). Candidates are the best geometric means over every measured dtype and
+  // shape on the first device (by arch, name); the first one feasible on every architecture ktune
+  // supports, for every dtype of the table, is used, else the space's default point.
+  const LoadedResults* first = nullptr;
+  for (const LoadedResults* r : sorted)
+    if (!first || std::tie(r->selection.arch, r->selection.gpu) < std::tie(first->selection.arch, first->selection.gpu)) first = r;
+  const GeneralChoice general = general_across_dtypes(first->selection);
+  std::set<int> sizes;
+  for (const LoadedResults* r : sorted)
+    for (const DTypeResult& d : r->selection.dtypes) sizes.insert(dtype_bytes(d.dtype));
+  std::string size_list;
+  for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) size_list += (size_list.empty() ? "" : ", ") + std::to_string(*it);
   o += "namespace detail {\n";
-  o += "constexpr bool feasible_everywhere(const Space::Point& p, int element_bytes) {\n"
-       "  for (int arch : ktune::supported_archs)\n"
-       "    if (!Space::feasible(p, ktune::arch_limits(arch), element_bytes).ok()) return false;\n"
-       "  return true;\n"
+  o += fmt::format("constexpr bool feasible_everywhere(const Space::Point& p) {{\n"
+                   "  for (int arch : ktune::supported_archs)\n"
+                   "    for (int element_bytes : {{{}}})\n"
+                   "      if (!Space::feasible(p, ktune::arch_limits(arch), element_bytes).ok()) return false;\n"
+                   "  return true;\n"
+                   "}}\n", size_list);
+  o += "template <class Named>\n"
+       "constexpr bool usable() {\n"
+       "  static_assert(Space::space.parse(Named::id).ok,\n"
+       "                \"The tuned table's general configuration names a variant id that this kernel's space no longer \"\n"
+       "                \"has. The table is stale: regenerate it with `make tune` (or `ktune tables` from existing results).\");\n"
+       "  return feasible_everywhere(Space::space.parse(Named::id).point);\n"
        "}\n";
-  o += "template <class Named, int Arch, int ElementBytes>\n"
-       "struct Portable {\n"
-       "  using tuned = ktune::variant_from_id_t<Space, Named, Arch, ElementBytes>;  // fails to compile when stale\n"
-       "  static constexpr bool everywhere =\n"
-       "      Space::space.parse(Named::id).ok && feasible_everywhere(Space::space.parse(Named::id).point, ElementBytes);\n"
-       "  using type = std::conditional_t<everywhere, tuned, ktune::default_config_t<Space>>;\n"
-       "};\n";
-  o += "template <class E> struct General { using type = ktune::default_config_t<Space>; };\n";
-  for (const char* dt : {"fp32", "fp16", "bf16"}) {
-    std::vector<const LoadedResults*> devs = sorted;
-    std::sort(devs.begin(), devs.end(), [](auto* a, auto* b) {
-      return std::tie(a->selection.arch, a->selection.gpu) < std::tie(b->selection.arch, b->selection.gpu);
-    });
-    for (const LoadedResults* r : devs) {
-      const DTypeResult* d = r->selection.find(dt);
-      if (!d || d->general.id.empty()) continue;
-      o += fmt::format("struct General{} {{ static constexpr char id[] = \"{}\"; }};  // {}: geometric mean {} us over {} shapes\n",
-                       dt, d->general.id, r->selection.gpu, sig3(d->general.geomean_us), d->general.shapes);
-      o += fmt::format("template <> struct General<{}> {{ using type = typename Portable<General{}, {}, {}>::type; }};\n",
-                       dtype_type(dt), dt, r->selection.arch, dtype_bytes(dt));
-      break;
-    }
+  std::string choice;
+  for (std::size_t i = 0; i < general.ranking.size(); ++i) {
+    o += fmt::format("struct G{} {{ static constexpr char id[] = \"{}\"; }};  // {}: geometric mean {} us over {} (dtype, shape) pairs\n",
+                     i, general.ranking[i].first, first->selection.gpu, sig3(general.ranking[i].second), general.shapes);
+    choice += fmt::format("usable<G{}>() ? Space::space.parse(G{}::id).point : ", i, i);
   }
+  o += fmt::format("inline constexpr Space::Point general_point = {}Space::default_point;\n", choice);
+  o += "template <std::size_t... J>\n"
+       "auto general_config_of(std::index_sequence<J...>) -> Space::template Config<general_point[J]...>;\n"
+       "struct IdText { char text[256] = {}; };\n"
+       "constexpr IdText id_text(const Space::Point& p) {\n"
+       "  IdText r{};\n"
+       "  std::size_t n = 0;\n"
+       "  for (std::size_t k = 0; k < p.size(); ++k) {\n"
+       "    if (k) r.text[n++] = '.';\n"
+       "    for (const char* c = Space::space.params[k].name; *c; ++c) r.text[n++] = *c;\n"
+       "    r.text[n++] = '_';\n"
+       "    long long v = p[k];\n"
+       "    if (v < 0) { r.text[n++] = '-'; v = -v; }\n"
+       "    char digits[20] = {};\n"
+       "    int m = 0;\n"
+       "    do { digits[m++] = static_cast<char>('0' + v % 10); v /= 10; } while (v);\n"
+       "    while (m) r.text[n++] = digits[--m];\n"
+       "  }\n"
+       "  return r;\n"
+       "}\n"
+       "inline constexpr IdText general_id_text = id_text(general_point);\n";
   o += "}  // namespace detail\n\n";
+  o += "/// The general configuration: best geometric mean over the measured shapes and dtypes among the variants\n"
+       "/// feasible everywhere, or Space::default_point before the first tune.\n";
+  o += "using general_config = decltype(detail::general_config_of(std::make_index_sequence<Space::space.rank>{}));\n";
+  o += "inline constexpr const char* general_id = detail::general_id_text.text;\n\n";
 
   o += "/// Calls f(Config{}) for the table's variant `variant` (element type E); -1 or unknown: the general config.\n";
   o += "template <class E, class F>\nktune::Status with_variant(int variant, F&& f) {\n";
-  o += "  using general_config = typename detail::General<E>::type;\n";
   o += "  switch (variant) {\n";
   for (std::size_t v = 0; v < variants.size(); ++v) {
     const auto& [id, dt, arch] = variants[v];

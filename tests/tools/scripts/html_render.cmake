@@ -1,0 +1,60 @@
+# ctest: the generated HTML report renders in headless Chromium to a non-blank screenshot, has the expected
+# number of <svg> plots and names no external URL.
+# -D KTUNE=<ktune> -D DATA=<tests/tools/data> -D WORK=<scratch dir> -D CHROMIUM=<chromium or empty>
+#    -D OP_PLOTS=<n> -D INDEX_PLOTS=<n>
+if(NOT CHROMIUM)
+  message("SKIP: Debian's chromium is not installed (tools/install-deps.sh installs it)")
+  return()
+endif()
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK}/kernels/toyop)
+file(COPY ${DATA}/kernels/toyop/spec.json DESTINATION ${WORK}/kernels/toyop)
+execute_process(COMMAND ${KTUNE} select --raw ${DATA}/raw/sweep.json ${DATA}/raw/retest.json --kernels ${WORK}/kernels
+                        --results ${WORK}/reports --build-json none RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ktune select failed (${rc})")
+endif()
+execute_process(COMMAND ${KTUNE} report --results ${WORK}/reports RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ktune report failed (${rc})")
+endif()
+# A blank page of the same size is the control: a screenshot with plots and tables compresses far worse.
+file(WRITE ${WORK}/blank.html "<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body></body></html>\n")
+
+function(screenshot html png)
+  file(REMOVE_RECURSE ${WORK}/profile)
+  file(MAKE_DIRECTORY ${WORK}/profile)
+  execute_process(COMMAND ${CHROMIUM} --headless --no-sandbox --disable-gpu --disable-quic --no-first-run
+                          --disable-background-networking --disable-component-update --disable-sync
+                          --user-data-dir=${WORK}/profile --screenshot=${png} --window-size=1200,2000 file://${html}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+  if(NOT EXISTS ${png})
+    message(FATAL_ERROR "chromium wrote no screenshot of ${html} (${rc}):\n${out}${err}")
+  endif()
+endfunction()
+
+screenshot(${WORK}/blank.html ${WORK}/blank.png)
+file(SIZE ${WORK}/blank.png blank_size)
+foreach(page IN ITEMS toyop:${OP_PLOTS} index:${INDEX_PLOTS})
+  string(REPLACE ":" ";" parts ${page})
+  list(GET parts 0 name)
+  list(GET parts 1 plots)
+  set(html ${WORK}/reports/nvidia-h200/${name}.html)
+  file(READ ${html} text)
+  string(REGEX MATCHALL "<svg[ >]" svgs "${text}")
+  list(LENGTH svgs n)
+  if(NOT n EQUAL plots)
+    message(FATAL_ERROR "${name}.html has ${n} <svg> plots, expected ${plots}")
+  endif()
+  string(REGEX MATCH "(https?:|ftp:|//[a-z0-9.-]+\\.[a-z]|<script|<link |<img |@import|url\\()" external "${text}")
+  if(external)
+    message(FATAL_ERROR "${name}.html is not self-contained: found '${external}'")
+  endif()
+  screenshot(${html} ${WORK}/${name}.png)
+  file(SIZE ${WORK}/${name}.png size)
+  math(EXPR floor "${blank_size} * 2")
+  if(size LESS floor OR size LESS 20000)
+    message(FATAL_ERROR "${name}.png looks blank: ${size} bytes (blank page: ${blank_size} bytes)")
+  endif()
+  message(STATUS "${name}.html: ${n} plots, screenshot ${size} bytes (blank page ${blank_size})")
+endforeach()
