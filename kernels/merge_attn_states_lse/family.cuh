@@ -75,8 +75,18 @@ __device__ __forceinline__ Weights merge_weights(float p, float s) {
   return w;
 }
 
+/// Register budget for ppt >= 2: 32 * ppt registers per thread (65536 / (2048 / ppt) threads). ppt
+/// packs in flight need about ppt times the registers, and ppt times the bytes in flight per thread
+/// lets an SM run 1/ppt of the threads. Under a bare thread bound ptxas caps some ppt = 4 variants at
+/// 64 registers and spills. ppt = 1 keeps ptxas's own choice (0: no minimum), which is 32-36 registers.
+template <class Cfg>
+inline constexpr int min_blocks_per_sm =
+    Cfg::packs_per_thread == 1 ? 0
+    : 2048 / (Cfg::threads * Cfg::packs_per_thread) > 1 ? 2048 / (Cfg::threads * Cfg::packs_per_thread)
+                                                        : 1;
+
 template <class Cfg, class E>
-__global__ void __launch_bounds__(Cfg::threads) merge_attn_states_lse_kernel(const Params<E> p) {
+__global__ void __launch_bounds__(Cfg::threads, min_blocks_per_sm<Cfg>) merge_attn_states_lse_kernel(const Params<E> p) {
   constexpr int vector_elements = Cfg::vector_bytes / static_cast<int>(sizeof(E));
   constexpr int packs = Cfg::packs_per_thread;
   static_assert(Cfg::vector_bytes % sizeof(E) == 0 && vector_elements >= 1,
