@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ktune/device_info.hpp>
 #include <ktune/diagnose.hpp>
 #include <ktune/dtype.hpp>
 #include <ktune/harness.hpp>

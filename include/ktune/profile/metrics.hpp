@@ -24,11 +24,12 @@ namespace ktune::profile {
 /// Which hardware metrics a kernel record can hold: the JSON key, the Nsight Compute / perfworks
 /// metric it comes from, and the factor applied to the CUPTI value (occupancy is stored in [0, 1]).
 struct KernelMetrics;
+using OptionalMetric = std::optional<double> KernelMetrics::*;
 struct MetricField {
   const char* key;
   const char* cupti;
   double scale;
-  std::optional<double> KernelMetrics::*member;
+  OptionalMetric member;
 };
 
 /// One kernel of a profiled call.

@@ -180,7 +180,7 @@ Status profile_call(Launch&& launch, std::size_t rotations, cudaStream_t stream,
         const Status launched = launch(static_cast<std::size_t>(i) % rotations);
         if (!launched.ok()) {
           std::string ignored;
-          c.stop(acts, ignored);
+          (void)c.stop(acts, ignored);  // the launch's error is the one to report
           return launched;
         }
       }
