@@ -224,6 +224,7 @@ int run_bench(int argc, char** argv) {
   for (std::string& a : gb_args) gb_argv.push_back(a.data());
   int gb_argc = static_cast<int>(gb_argv.size());
   benchmark::Initialize(&gb_argc, gb_argv.data());
+  benchmark::ClearRegisteredBenchmarks();  // re-entrant: the GPU smoke test runs several in one process
   if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_argv.data())) return 2;
 
   // Specs of the selected ops: the copy built into the binary, or --kernels DIR.

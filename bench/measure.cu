@@ -219,6 +219,10 @@ struct GpuMeasurer::State {
     host_offsets.clear();
     harness = nullptr;
     checked = nullptr;
+    bytes_moved = 0;
+    seed = 0;
+    set_bytes = 0;
+    rotations = 1;
   }
 
   /// Restores set 0's inputs from the pristine copy and poisons its write-only outputs.

@@ -1,0 +1,189 @@
+// Smoke test of ktune_bench on the device: one tiny spec shape of one op, the original and one variant,
+// in quick mode. The JSON must have the fields the bench interface promises `ktune select`; a rerun
+// must come from the cache; a re-test must report round statistics.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <ktune/harness.hpp>
+#include <ktune/registry.hpp>
+
+#include "support/gpu.hpp"
+
+#ifndef KTUNE_NO_BENCH_DRIVER
+#include "bench/build_info.hpp"
+#include "bench/driver.hpp"
+#include "bench/spec_reader.hpp"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+#ifndef KTUNE_NO_BENCH_DRIVER
+struct Target {
+  std::string op, shape, variant;
+};
+
+/// The op, its smallest spec shape in fp32, and a compiled variant other than the original.
+bool pick(Target& t) {
+  for (const std::string& op : ktune::Registry::global().ops()) {
+    const ktune::bench::OpBuild* b = ktune::bench::build_info().find(op);
+    if (!b || !ktune::HarnessRegistry::global().find(op)) continue;
+    const ktune::bench::OpSpec spec = ktune::bench::parse_spec(b->spec_json, op);
+    std::int64_t best = -1;
+    for (const ktune::Shape& s : spec.shapes()) {
+      const std::int64_t bytes = spec.bytes_moved(s, ktune::DType::f32);
+      if (bytes > 0 && (best < 0 || bytes < best)) {
+        best = bytes;
+        t.shape = s.key();
+      }
+    }
+    for (const ktune::Variant* v : ktune::Registry::global().select(op, ktune::DType::f32))
+      if (!v->is_original()) {
+        t.op = op;
+        t.variant = v->id;
+        return true;
+      }
+  }
+  return false;
+}
+
+std::string escape(const std::string& s) { return std::regex_replace(s, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)"); }
+
+int bench(std::vector<std::string> args) {
+  args.insert(args.begin(), "ktune_bench");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return ktune::bench::run_bench(static_cast<int>(argv.size()), argv.data());
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+const nlohmann::json* row(const nlohmann::json& j, const std::string& name) {
+  for (const nlohmann::json& b : j.at("benchmarks"))
+    if (b.at("name") == name) return &b;
+  return nullptr;
+}
+
+class BenchSmoke : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KTUNE_REQUIRE_GPU();
+    if (!pick(t)) GTEST_SKIP() << "no op with a harness and a compiled variant";
+    dir = fs::temp_directory_path() / ("ktune_bench_gpu_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override {
+    if (!dir.empty()) fs::remove_all(dir);
+  }
+  std::vector<std::string> common() const {
+    return {"--ops", t.op, "--dtypes", "fp32", "--shapes", "^" + escape(t.shape) + "$", "--variants",
+            "^(original|" + escape(t.variant) + ")$", "--quick", "--seed", "12345", "--cache", (dir / "cache.jsonl").string()};
+  }
+  Target t;
+  fs::path dir;
+};
+
+void expect_agreed_row(const nlohmann::json& b) {
+  SCOPED_TRACE(b.at("name").get<std::string>());
+  if (b.value("error_occurred", false)) {
+    const std::string m = b.at("error_message");
+    EXPECT_TRUE(m.rfind("incorrect: ", 0) == 0 || m.rfind("rejected: ", 0) == 0 || m.rfind("cannot implement: ", 0) == 0)
+        << m;
+    return;
+  }
+  EXPECT_EQ(b.at("time_unit"), "us");
+  EXPECT_GT(b.at("real_time").get<double>(), 0);
+  for (const char* c : {"bytes", "GBps", "pct_copy", "median_us", "min_us", "max_us", "spread", "samples", "batch",
+                        "registers", "local_bytes", "occupancy", "rel_l2", "max_abs", "cold_l2", "seed"})
+    EXPECT_TRUE(b.contains(c)) << c;
+  EXPECT_EQ(b.at("iterations").get<double>(), b.at("samples").get<double>());
+  EXPECT_NEAR(b.at("real_time").get<double>(), b.at("median_us").get<double>(), 1e-6 * b.at("median_us").get<double>());
+  EXPECT_LE(b.at("min_us").get<double>(), b.at("median_us").get<double>());
+  EXPECT_GE(b.at("max_us").get<double>(), b.at("median_us").get<double>());
+  EXPECT_GT(b.at("pct_copy").get<double>(), 0);
+  EXPECT_GT(b.at("registers").get<double>(), 0);
+}
+
+TEST_F(BenchSmoke, SweepWritesTheAgreedJsonAndResumesFromTheCache) {
+  const fs::path out = dir / "sweep.json";
+  std::vector<std::string> args = common();
+  args.push_back("--benchmark_out=" + out.string());
+  args.push_back("--benchmark_out_format=json");
+  ASSERT_EQ(bench(args), 0);
+  const nlohmann::json j = read_json(out);
+
+  const nlohmann::json& ctx = j.at("context");
+  for (const char* k : {"ktune_version", "gpu", "gpu_slug", "arch", "sms", "l2_bytes", "sm_clock_khz", "mem_clock_khz",
+                        "driver_version", "cuda_runtime_version", "git_commit", "copy_ceiling_gbps", "copy_memcpy_gbps",
+                        "copy_kernel_gbps", "empty_kernel_us", "cold_l2", "mode"})
+    EXPECT_TRUE(ctx.contains(k)) << k;
+  EXPECT_TRUE(ctx.contains("space_hash." + t.op));
+  EXPECT_EQ(ctx.at("mode"), "sweep");
+  EXPECT_GT(std::stod(ctx.at("copy_ceiling_gbps").get<std::string>()), 100.0);
+
+  const std::string prefix = t.op + "/fp32/" + t.shape + "/";
+  ASSERT_EQ(j.at("benchmarks").size(), 4u) << j.dump(2);
+  ASSERT_NE(row(j, "ktune/copy_ceiling"), nullptr);
+  ASSERT_NE(row(j, "ktune/empty_kernel"), nullptr);
+  const nlohmann::json* original = row(j, prefix + "original");
+  const nlohmann::json* variant = row(j, prefix + t.variant);
+  ASSERT_NE(original, nullptr) << j.dump(2);
+  ASSERT_NE(variant, nullptr) << j.dump(2);
+  EXPECT_FALSE(original->value("error_occurred", false)) << original->dump(2);  // S is the baseline: it must pass
+  expect_agreed_row(*original);
+  expect_agreed_row(*variant);
+  EXPECT_EQ(original->at("cached").get<double>(), 0);
+
+  // Again: both come from the cache with the same times.
+  const fs::path again = dir / "again.json";
+  args[args.size() - 2] = "--benchmark_out=" + again.string();
+  ASSERT_EQ(bench(args), 0);
+  const nlohmann::json j2 = read_json(again);
+  const nlohmann::json* original2 = row(j2, prefix + "original");
+  ASSERT_NE(original2, nullptr);
+  EXPECT_EQ(original2->at("cached").get<double>(), 1);
+  EXPECT_DOUBLE_EQ(original2->at("median_us").get<double>(), original->at("median_us").get<double>());
+}
+
+TEST_F(BenchSmoke, RetestReportsRoundStatistics) {
+  {
+    std::ofstream c(dir / "candidates.json");
+    c << nlohmann::json{{"candidates", {{{"op", t.op}, {"dtype", "fp32"}, {"shape", t.shape}, {"ids", {"original", t.variant}}}}}};
+  }
+  const fs::path out = dir / "retest.json";
+  std::vector<std::string> args = common();
+  args.insert(args.end(), {"--retest", (dir / "candidates.json").string(), "--benchmark_out=" + out.string()});
+  ASSERT_EQ(bench(args), 0);
+  const nlohmann::json j = read_json(out);
+  EXPECT_EQ(j.at("context").at("mode"), "retest");
+  const nlohmann::json* original = row(j, t.op + "/fp32/" + t.shape + "/original");
+  ASSERT_NE(original, nullptr) << j.dump(2);
+  expect_agreed_row(*original);
+  EXPECT_EQ(original->at("rounds").get<double>(), 3);  // quick: three rounds
+  EXPECT_GE(original->at("spread").get<double>(), 0);
+}
+#endif
+
+TEST(BenchSmokeBuild, DriverIsLinked) {
+#ifdef KTUNE_NO_BENCH_DRIVER
+  GTEST_SKIP() << "built without the benchmark driver (KTUNE_BUILD_BENCH=OFF)";
+#else
+  SUCCEED();
+#endif
+}
+
+}  // namespace
