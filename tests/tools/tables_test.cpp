@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 TEST(ToolTables, TokenBucketsEndAtGeometricMidpoints) {
   EXPECT_EQ(bucket_upper_bounds({1, 16, 128, 512, 2048, 8192}),
             (std::vector<std::int64_t>{4, 45, 256, 1024, 4096, INT64_MAX}));
-  EXPECT_EQ(bucket_upper_bounds({11008, 13824, 28672}), (std::vector<std::int64_t>{12335, 19909, INT64_MAX}));
+  // sqrt(11008 * 13824) = 12335.9, sqrt(13824 * 28672) = 19908.8
+  EXPECT_EQ(bucket_upper_bounds({11008, 13824, 28672}), (std::vector<std::int64_t>{12335, 19908, INT64_MAX}));
   EXPECT_EQ(bucket_upper_bounds({7, 8}), (std::vector<std::int64_t>{7, INT64_MAX}));  // sqrt(56) = 7.48
   EXPECT_EQ(bucket_upper_bounds({5}), (std::vector<std::int64_t>{INT64_MAX}));
 }
