@@ -55,9 +55,10 @@ struct Traits {
   /// an architecture with a smaller register file would need its own.
   static constexpr int max_threads = Space::max_threads(vec, vpt, stage, element_bytes, arch_limits(90));
   /// Blocks of max_threads the kernel is compiled to keep resident per SM (the launch bounds' second
-  /// value). The looping stagings need few registers: ask for a full SM (2048 threads, <= 32 registers),
-  /// as S gets without asking; register staging takes what its copy of x needs.
-  static constexpr int min_blocks = stage == Space::registers ? 1 : 2048 / max_threads;
+  /// value). The looping stagings of a whole row need few registers: ask for a full SM (2048 threads,
+  /// <= 32 registers), as S gets without asking. Register staging takes what its copy of x needs, and
+  /// a cluster split the few more its exchange needs (its blocks hold a part of a row, rarely 1024).
+  static constexpr int min_blocks = stage == Space::registers || cluster > 1 ? 1 : 2048 / max_threads;
   static constexpr int warp = 32;
 };
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ktune/space.hpp>
+#include <ktune/verify.hpp>
 
 #include "kernels/fused_add_rmsnorm/args.hpp"
 #include "kernels/fused_add_rmsnorm/harness.hpp"
