@@ -7,6 +7,8 @@
 // variant that writes into its inputs (in-place ops, or a bug) cannot spoil the next variant's check.
 #include "measure.hpp"
 
+#include "plan.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -415,7 +417,9 @@ BenchResult GpuMeasurer::blank(const WorkItem& item) const {
 bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   State& s = *s_;
   s.checked = nullptr;
-  const Variant* v = Registry::global().find(item.op, item.dtype, s.arch, item.id);
+  // Variants compiled for the newest architecture the device runs (sm_90 code on an sm_100 device, say).
+  const int arch = variant_arch(Registry::global(), item.op, item.dtype, s.arch);
+  const Variant* v = Registry::global().find(item.op, item.dtype, arch, item.id);
   if (!v) {
     r.error = "cannot implement: variant " + item.id + " is not compiled into this binary for sm_" + std::to_string(s.arch);
     return false;
@@ -496,7 +500,7 @@ bool GpuMeasurer::time(const WorkItem& item, const TimingSettings& timing, Timed
   State& s = *s_;
   const Variant* v = s.checked;
   if (!v || v->id != item.id || v->op != item.op || v->dtype != item.dtype) {
-    v = Registry::global().find(item.op, item.dtype, s.arch, item.id);
+    v = Registry::global().find(item.op, item.dtype, variant_arch(Registry::global(), item.op, item.dtype, s.arch), item.id);
     if (!v) {
       r.error = "cannot implement: variant " + item.id + " is not compiled into this binary";
       return false;
