@@ -29,16 +29,18 @@ system_lib='^(libcuda|libcudart|libcupti|libnvidia|libc\.|libm\.|libstdc\+\+|lib
 pack() {
   # KTUNE_BUILD_DIR: an already configured build tree (e.g. one with a subset of ops); else the preset's.
   [ -n "${KTUNE_BUILD_DIR:-}" ] || cmake --preset default >/dev/null
-  local targets=(ktune_gpu_tests)
-  for t in ktune_bench ktune; do
-    cmake --build "$build" --target help | grep -q "^$t:" && targets+=("$t")
-  done
+  # CMake target -> the executable it builds.
+  local -A binary=([ktune_gpu_tests]=tests/ktune_gpu_tests [ktune_bench]=bench/ktune_bench
+                   [ktune_cli]=tools/ktune [ktune_profile_tool]=tools/profile/ktune_profile)
+  local targets=(ktune_gpu_tests ktune_bench ktune_cli ktune_profile_tool)
   cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+  local cache_keep=""
+  [ -f "$stage/ktune-bench-cache.jsonl" ] && cache_keep=$(mktemp) && cp "$stage/ktune-bench-cache.jsonl" "$cache_keep"
   rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib"
+  [ -n "$cache_keep" ] && mv "$cache_keep" "$stage/ktune-bench-cache.jsonl"   # resume a tune across calls
   for t in "${targets[@]}"; do
-    local bin
-    bin=$(find "$build" -type f -name "$t" -perm -u+x | head -n 1)
-    [ -n "$bin" ] || { echo "gpu.sh pack: built target $t not found under $build" >&2; exit 1; }
+    local bin="$build/${binary[$t]}"
+    [ -x "$bin" ] || { echo "gpu.sh pack: built target $t not found at $bin" >&2; exit 1; }
     cp "$bin" "$stage/bin/"
     ldd "$bin" | awk '/=> \//{print $1" "$3}' | while read -r name path; do
       [[ "$name" =~ $system_lib ]] || cp -L "$path" "$stage/lib/$name"
@@ -47,7 +49,7 @@ pack() {
   git -C "$root" rev-parse HEAD > "$stage/commit" 2>/dev/null || echo unknown > "$stage/commit"
   local size
   size=$(du -sm "$stage" | cut -f1)
-  echo "gpu.sh pack: staged ${targets[*]} and $(ls "$stage/lib" | tr '\n' ' ')in .gpu/ (${size} MiB)"
+  echo "gpu.sh pack: staged $(ls "$stage/bin" | tr '\n' ' ')and $(ls "$stage/lib" | tr '\n' ' ')in .gpu/ (${size} MiB)"
   if [ "$size" -gt 60 ]; then echo "gpu.sh pack: .gpu/ is over 60 MiB; the device call carries at most 64" >&2; exit 1; fi
 }
 
@@ -84,8 +86,9 @@ remote() {
       KTUNE_STAGE="$stage" KTUNE_OUT="$out" "$root/tools/tune.sh" run 2>&1 | tee "$out/tune.log" || rc=$?
       ;;
     profile)
-      [ -x "$stage/bin/ktune" ] || { echo "gpu.sh remote profile: ktune was not staged" >&2; exit 1; }
-      "$stage/bin/ktune" profile --all --out "$out" 2>&1 | tee "$out/profile.log" || rc=$?
+      # KTUNE_PROFILE_ARGS: which calls, e.g. "--op silu_and_mul --dtype bf16 --shape tokens=8192,d=28672 --variant all"
+      read -r -a args <<<"${KTUNE_PROFILE_ARGS:---variant original}"
+      "$stage/bin/ktune_profile" "${args[@]}" --json "$out/profile.json" 2>&1 | tee "$out/profile.log" || rc=$?
       ;;
     *) usage; exit 2 ;;
   esac
@@ -119,6 +122,9 @@ unpack() {
   tar -C "$dest" -xzf "$archive"
   echo "gpu.sh unpack: $dest"
   if [ -d "$dest/gpu-results/raw" ]; then
+    # The result cache travels back so the next `remote tune` resumes where this one stopped.
+    [ -f "$dest/gpu-results/raw/ktune-bench-cache.jsonl" ] && mkdir -p "$stage" &&
+      cp "$dest/gpu-results/raw/ktune-bench-cache.jsonl" "$stage/ktune-bench-cache.jsonl"
     KTUNE_RESULTS="$dest/gpu-results" "$root/tools/tune.sh" finish
   fi
 }

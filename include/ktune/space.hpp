@@ -283,12 +283,12 @@ struct VariantFromId {
   static constexpr auto parsed = Family::space.parse(Named::id);
   static_assert(parsed.ok,
                 "A tuned table names a variant id that this kernel's space no longer has. The table is "
-                "stale: regenerate it with `make tune` (or `ktune tables` from existing results).");
+                "stale: regenerate it with 'make tune' (or 'ktune tables' from existing results).");
   static constexpr bool feasible =
       parsed.ok && Family::feasible(parsed.point, arch_limits(Arch), ElementBytes).ok();
   static_assert(!parsed.ok || feasible,
                 "A tuned table names a variant that the space's feasibility rules now prune for this "
-                "architecture. The table is stale: regenerate it with `make tune` (or `ktune tables`).");
+                "architecture. The table is stale: regenerate it with 'make tune' (or 'ktune tables').");
   static constexpr auto point = feasible ? parsed.point : Family::default_point;
   using type = decltype(config_of<Family, point>(std::make_index_sequence<decltype(Family::space)::rank>{}));
 };

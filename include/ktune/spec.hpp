@@ -23,6 +23,7 @@
 
 #include "dtype.hpp"
 #include "harness.hpp"
+#include "verify.hpp"  // Tolerance
 
 namespace ktune {
 
@@ -30,12 +31,6 @@ namespace ktune {
 class SpecError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-};
-
-struct Tolerance {
-  double rel_l2 = 0;  ///< relative L2 error bound over a whole output tensor
-  double atol = 0;    ///< per-element absolute bound ...
-  double rtol = 0;    ///< ... plus this times |reference|
 };
 
 /// One factor of a tensor's extent: a dimension name (coefficient 1) or an integer constant.

@@ -86,8 +86,12 @@ inline double median_of(std::vector<double> v) {
   return (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m))) / 2;
 }
 
+// Templates so that every translation unit including this header may emit them (a plain __global__
+// function defined in a header is a multiple definition at link time).
+template <int = 0>
 __global__ void empty_kernel() {}
 
+template <int = 0>
 __global__ void copy16_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) dst[i] = src[i];
@@ -182,7 +186,7 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
 inline Status time_empty_kernel(cudaStream_t stream, const TimingOptions& opt, TimingResult& out) {
   return time_kernel(
       [&](std::size_t) -> Status {
-        detail::empty_kernel<<<1, 32, 0, stream>>>();
+        detail::empty_kernel<><<<1, 32, 0, stream>>>();
         KTUNE_CHECK_LAUNCH();
         return Status::success();
       },
@@ -228,7 +232,7 @@ inline Status measure_copy_ceiling(CopyCeiling& out, std::size_t bytes = std::si
     const unsigned blocks = static_cast<unsigned>((n + 255) / 256);
     KTUNE_TRY(time_kernel(
         [&](std::size_t) -> Status {
-          detail::copy16_kernel<<<blocks, 256, 0, stream>>>(static_cast<const uint4*>(src), static_cast<uint4*>(dst), n);
+          detail::copy16_kernel<><<<blocks, 256, 0, stream>>>(static_cast<const uint4*>(src), static_cast<uint4*>(dst), n);
           KTUNE_CHECK_LAUNCH();
           return Status::success();
         },

@@ -3,11 +3,8 @@
 // definitions (silu_and_mul.cu) for fp32, fp16 and bf16. CUDA code includes silu_and_mul.cuh instead
 // and needs nothing but the CUDA toolkit.
 //
-// The runtime-dtype entry and silu_and_mul_choice are function templates with a defaulted, unused
-// parameter (call them without template arguments). That lets silu_and_mul.cuh define them in every
-// CUDA translation unit that wants them header-only while ktune::kernels holds their one explicit
-// instantiation for host compilers, in the same program, without breaking the one-definition rule (a
-// plain function cannot be inline in one place and compiled once in another).
+// The runtime-dtype entry and silu_and_mul_choice are compiled into ktune::kernels (silu_and_mul.cu):
+// link it to call them, from host-compiler or nvcc code alike.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -42,7 +39,6 @@ template <class E>
 
 /// The same with the element type given at run time (for bindings). An unknown dtype is refused
 /// before anything else happens.
-template <class Unused = void>
 [[nodiscard]] Status silu_and_mul(DType dtype, void* out, const void* in, std::int64_t tokens, std::int64_t d,
                                   cudaStream_t stream = nullptr, std::int64_t out_stride = -1,
                                   std::int64_t in_stride = -1);
@@ -51,7 +47,6 @@ template <class Unused = void>
 /// is tuned (for this device or architecture) or the general configuration. For 16-byte aligned
 /// pointers with d and the strides multiples of the 16-byte pack; other inputs run the family's
 /// unaligned configuration (one element per access) instead.
-template <class Unused = void>
 [[nodiscard]] Status silu_and_mul_choice(DType dtype, std::int64_t tokens, std::int64_t d, TunedChoice& out);
 
 }  // namespace ktune

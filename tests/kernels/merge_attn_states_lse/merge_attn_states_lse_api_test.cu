@@ -10,7 +10,7 @@
 
 // The runtime-dtype entry lives in the .cu compiled into ktune::kernels; the test binaries do not
 // link that library, so this test compiles it in.
-#include "kernels/merge_attn_states_lse/merge_attn_states_lse.cu"
+#include "kernels/merge_attn_states_lse/merge_attn_states_lse.cuh"
 
 namespace {
 

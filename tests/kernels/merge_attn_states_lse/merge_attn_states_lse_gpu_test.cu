@@ -30,7 +30,7 @@
 #include <ktune/space.hpp>
 #include <ktune/verify.hpp>
 
-#include "kernels/merge_attn_states_lse/merge_attn_states_lse.cu"  // the runtime-dtype entry (ktune::kernels)
+#include "kernels/merge_attn_states_lse/merge_attn_states_lse.cuh"
 #include "kernels/merge_attn_states_lse/reference.hpp"
 #include "support/gpu.hpp"
 
