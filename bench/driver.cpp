@@ -428,7 +428,9 @@ int run_bench(int argc, char** argv) {
         opts.benchmark_out_format == "json" ? static_cast<benchmark::BenchmarkReporter*>(&json_file) : &console_file;
     benchmark::RunSpecifiedBenchmarks(display, file);
   }
-  benchmark::Shutdown();
+  // No benchmark::Shutdown() here: Google Benchmark 1.7's Shutdown deletes its custom-context map
+  // without resetting the pointer, so a second run in the same process (the GPU smoke test) would
+  // write into freed memory. main() shuts down once, at exit.
 
   if (aborted) {
     std::cerr << "ktune_bench: stopped early: " << abort_reason << "\n"
