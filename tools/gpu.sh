@@ -83,7 +83,13 @@ remote() {
       ;;
     tune)
       [ -x "$stage/bin/ktune_bench" ] || { echo "gpu.sh remote tune: ktune_bench was not staged" >&2; exit 1; }
-      KTUNE_STAGE="$stage" KTUNE_OUT="$out" "$root/tools/tune.sh" run 2>&1 | tee "$out/tune.log" || rc=$?
+      # KTUNE_RUN_TIMEOUT (seconds) stops the run in time to bring back what it measured: the result
+      # cache travels back with the archive and the next call resumes from it.
+      KTUNE_STAGE="$stage" KTUNE_OUT="$out" timeout "${KTUNE_RUN_TIMEOUT:-0}" "$root/tools/tune.sh" run \
+        > "$out/tune.log" 2>&1 || rc=$?
+      tail -n 25 "$out/tune.log"
+      mkdir -p "$out/raw"
+      [ -f "$stage/ktune-bench-cache.jsonl" ] && cp "$stage/ktune-bench-cache.jsonl" "$out/raw/"
       ;;
     profile)
       # KTUNE_PROFILE_ARGS: which calls, e.g. "--op silu_and_mul --dtype bf16 --shape tokens=8192,d=28672 --variant all"
