@@ -15,7 +15,9 @@
 #   test      all GPU tests (every variant of every kernel), then compute-sanitizer memcheck and
 #             racecheck on the named sample (gtest filter SanitizerSample.*)
 #   tune      the benchmark sweep, top-K selection, the interleaved re-test (make tune's run step)
-#   profile   CUPTI/Nsight Compute metrics of the winners and the originals (when built)
+#   profile   CUPTI metrics of S and the winners of the results in reports/ (tools/tune.sh profile;
+#             KTUNE_PROFILE_ARGS="--op ... --shape ..." profiles those calls instead); unpack attaches
+#             the profile to the results files and the reports
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 stage="$root/.gpu"
@@ -47,14 +49,18 @@ pack() {
     done
   done
   git -C "$root" rev-parse HEAD > "$stage/commit" 2>/dev/null || echo unknown > "$stage/commit"
+  # One compressed payload: the binaries hold every variant's device code and shrink about 3.5x, which keeps
+  # the tree that travels to the GPU machine well under its limit. `remote` unpacks it.
+  tar -C "$stage" -czf "$stage/payload.tar.gz" bin lib && rm -rf "$stage/bin" "$stage/lib"
   local size
   size=$(du -sm "$stage" | cut -f1)
-  echo "gpu.sh pack: staged $(ls "$stage/bin" | tr '\n' ' ')and $(ls "$stage/lib" | tr '\n' ' ')in .gpu/ (${size} MiB)"
+  echo "gpu.sh pack: staged $(tar -tzf "$stage/payload.tar.gz" | grep -v '/$' | tr '\n' ' ')in .gpu/ (${size} MiB)"
   if [ "$size" -gt 60 ]; then echo "gpu.sh pack: .gpu/ is over 60 MiB; the device call carries at most 64" >&2; exit 1; fi
 }
 
 remote() {
   local step=${1:-}
+  [ -f "$stage/payload.tar.gz" ] && tar -C "$stage" -xzf "$stage/payload.tar.gz"
   [ -d "$stage/bin" ] || { echo "gpu.sh remote: no .gpu/ staged; run 'tools/gpu.sh pack' where you build" >&2; exit 1; }
   local out="${OUT:-$root}/gpu-results"
   rm -rf "$out" && mkdir -p "$out"
@@ -92,9 +98,15 @@ remote() {
       [ -f "$stage/ktune-bench-cache.jsonl" ] && cp "$stage/ktune-bench-cache.jsonl" "$out/raw/"
       ;;
     profile)
-      # KTUNE_PROFILE_ARGS: which calls, e.g. "--op silu_and_mul --dtype bf16 --shape tokens=8192,d=28672 --variant all"
-      read -r -a args <<<"${KTUNE_PROFILE_ARGS:---variant original}"
-      "$stage/bin/ktune_profile" "${args[@]}" --json "$out/profile.json" 2>&1 | tee "$out/profile.log" || rc=$?
+      if [[ "${KTUNE_PROFILE_ARGS:-}" == *--op* ]]; then
+        # Ad hoc calls, e.g. "--op silu_and_mul --dtype bf16 --shape tokens=8192,d=28672 --variant all"
+        read -r -a args <<<"$KTUNE_PROFILE_ARGS"
+        "$stage/bin/ktune_profile" "${args[@]}" --json "$out/profile.json" 2>&1 | tee "$out/profile.log" || rc=$?
+      else
+        # make tune's profile step: the plan from the results files, into raw/profile.json
+        KTUNE_STAGE="$stage" KTUNE_OUT="$out" "$root/tools/tune.sh" profile > "$out/profile.log" 2>&1 || rc=$?
+        tail -n 40 "$out/profile.log"
+      fi
       ;;
     *) usage; exit 2 ;;
   esac
@@ -131,7 +143,11 @@ unpack() {
     # The result cache travels back so the next `remote tune` resumes where this one stopped.
     [ -f "$dest/gpu-results/raw/ktune-bench-cache.jsonl" ] && mkdir -p "$stage" &&
       cp "$dest/gpu-results/raw/ktune-bench-cache.jsonl" "$stage/ktune-bench-cache.jsonl"
-    KTUNE_RESULTS="$dest/gpu-results" "$root/tools/tune.sh" finish
+    if [ -f "$dest/gpu-results/raw/sweep.json" ]; then
+      KTUNE_RESULTS="$dest/gpu-results" "$root/tools/tune.sh" finish
+    elif [ -f "$dest/gpu-results/raw/profile.json" ]; then
+      KTUNE_RESULTS="$dest/gpu-results" "$root/tools/tune.sh" attach
+    fi
   fi
 }
 

@@ -8,7 +8,13 @@
 #            built binaries and their shared libraries
 #   finish   on any machine: ktune select (normalised results), ktune tables, ktune report
 #            (or one of them: select | tables | report)
-#   all      build, run, finish (the default; what `make tune` runs)
+#   profile  on the GPU, after select: ktune profile-plan (S and the winner of each op and dtype at the
+#            largest shape, one of 64-256 MB, T = 1 and T = 16 of the widest row) -> ktune_profile --plan
+#            -> $KTUNE_OUT/raw/profile.json; outside a staged copy also copied to
+#            reports/<gpu>/raw/profile.json and attached (below)
+#   attach   on any machine: $KTUNE_RESULTS/raw/profile.json (when there) -> reports/<gpu>/raw/profile.json,
+#            ktune profile-attach (the "profile" section of the results files), ktune report
+#   all      build, run, finish, and profile when KTUNE_PROFILE=1 (the default; what `make tune` runs)
 #
 # Environment:
 #   BUILD_DIR         build tree (default: build)
@@ -20,6 +26,9 @@
 #   KTUNE_BENCH_ARGS  extra ktune_bench flags for the run, e.g. "--ops silu_and_mul --quick"
 #   KTUNE_CACHE       result cache (default: $BUILD_DIR/ktune-bench-cache.jsonl, or in $KTUNE_STAGE)
 #   KTUNE_MAX_RESUMES times the sweep is restarted after a kernel broke the CUDA context (default: 20)
+#   KTUNE_PROFILE     1: `all` also profiles the winners (CUPTI; about 2-3 minutes of GPU time on an H200)
+#   KTUNE_PROFILE_PLAN_ARGS  extra ktune profile-plan flags, e.g. "--ops silu_and_mul --dtypes bf16"
+#   KTUNE_PROFILE_ARGS       extra ktune_profile flags, e.g. "--no-stalls" (fewer replay passes)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,11 +37,13 @@ build="${BUILD_DIR:-build}"
 stage="${KTUNE_STAGE:-}"
 if [[ -n "$stage" ]]; then
   bench="$stage/bin/ktune_bench"
+  profiler="$stage/bin/ktune_profile"
   ktune="$stage/bin/ktune"
   export LD_LIBRARY_PATH="$stage/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   cache="${KTUNE_CACHE:-$stage/ktune-bench-cache.jsonl}"
 else
   bench="$build/bench/ktune_bench"
+  profiler="$build/tools/profile/ktune_profile"
   ktune="$build/tools/ktune"
   cache="${KTUNE_CACHE:-$build/ktune-bench-cache.jsonl}"
   # Binaries built here and carried elsewhere find Debian's libbenchmark/libfmt in $build/lib.
@@ -97,30 +108,80 @@ raw_inputs() {
 step_select() {
   need "$ktune"
   raw_inputs
-  # The raw JSON is a result people keep (contract 6): reports/<gpu>/raw/.
-  mkdir -p "reports/$slug/raw"
-  local kept=()
-  for f in "${inputs[@]}"; do
-    cp "$f" "reports/$slug/raw/$(basename "$f")"
-    kept+=("reports/$slug/raw/$(basename "$f")")
-  done
   local build_json=()
   [[ -f "$build/ktune-build.json" ]] && build_json=(--build-json "$build/ktune-build.json")
-  "$ktune" select --raw "${kept[@]}" "${build_json[@]}"
+  "$ktune" select --raw "${inputs[@]}" "${build_json[@]}"
+  # The raw JSON is a result people keep (contract 6): reports/<gpu>/raw/. It and the T4 export are
+  # stored gzip-compressed (-n: no name or time stamp, so the same input gives the same bytes); they are
+  # ~90% smaller that way, which keeps the repository and every copy of it sent to a GPU machine small.
+  # Read them with zcat; `ktune select --raw` takes the decompressed files.
+  mkdir -p "reports/$slug/raw"
+  for f in "${inputs[@]}"; do gzip -9nc "$f" >"reports/$slug/raw/$(basename "$f").gz"; done
+  for f in reports/"$slug"/*.t4.json; do [[ -f "$f" ]] && gzip -9nf "$f"; done
+  return 0
+}
+
+# Profiles S and the winners of the results files in reports/ (written by select) on this GPU.
+step_profile() {
+  need "$ktune"
+  need "$profiler"
+  local raw="$out/raw"
+  mkdir -p "$raw"
+  local slug
+  if [[ -x "$bench" ]]; then slug="$("$bench" --print-gpu-slug)"; else slug="$(cat "$raw/gpu-slug" 2>/dev/null || true)"; fi
+  [[ -n "$slug" ]] || { say "cannot tell the GPU's slug (no ktune_bench, no $raw/gpu-slug)"; exit 1; }
+  echo "$slug" >"$raw/gpu-slug"
+  local plan_args profile_args
+  read -r -a plan_args <<<"${KTUNE_PROFILE_PLAN_ARGS:-}"
+  read -r -a profile_args <<<"${KTUNE_PROFILE_ARGS:-}"
+  "$ktune" profile-plan --gpu "$slug" --out "$raw/profile-plan.json" "${plan_args[@]}"
+  say "profile on $slug: S and the winners (CUPTI)"
+  "$profiler" --plan "$raw/profile-plan.json" --json "$raw/profile.json" "${profile_args[@]}" >"$raw/profile.txt"
+  say "profile in $raw/profile.json"
+  [[ -n "$stage" ]] && return 0  # the results travel back; `tools/gpu.sh unpack` attaches them
+  results="$out"
+  step_attach
+}
+
+# The profile of a run into reports/<gpu>/raw/profile.json, the results files and the reports.
+step_attach() {
+  need "$ktune"
+  local raw="$results/raw" slug
+  slug="$(cat "$raw/gpu-slug" 2>/dev/null || true)"
+  [[ -n "$slug" ]] || { say "$raw/gpu-slug is missing"; exit 1; }
+  if [[ -f "$raw/profile.json" ]]; then
+    mkdir -p "reports/$slug/raw"
+    cp "$raw/profile.json" "reports/$slug/raw/profile.json"
+  fi
+  [[ -f "reports/$slug/raw/profile.json" ]] || { say "no profile in $raw or reports/$slug/raw (run 'tools/tune.sh profile')"; exit 1; }
+  "$ktune" profile-attach --profile "reports/$slug/raw/profile.json" --gpu "$slug"
+  "$ktune" report
+}
+
+# select rewrites the results files from the raw benchmark files; the profile kept beside them goes back
+# in (profile-attach leaves out, with a warning, profiles of variants that are no longer winners).
+attach_kept_profile() {
+  local slug
+  slug="$(cat "$results/raw/gpu-slug" 2>/dev/null || true)"
+  [[ -n "$slug" && -f "reports/$slug/raw/profile.json" ]] || return 0
+  "$ktune" profile-attach --profile "reports/$slug/raw/profile.json" --gpu "$slug" ||
+    say "warning: reports/$slug/raw/profile.json matches none of the new winners: re-run 'tools/tune.sh profile'"
 }
 
 step_tables() { need "$ktune"; "$ktune" tables; }
 step_report() { need "$ktune"; "$ktune" report; }
-step_finish() { step_select; step_tables; step_report; }
+step_finish() { step_select; attach_kept_profile; step_tables; step_report; }
 
 case "${1:-all}" in
   build) step_build ;;
   run) step_run ;;
-  select) step_select ;;
+  select) step_select; attach_kept_profile ;;
   tables) step_tables ;;
   report) step_report ;;
   finish) step_finish ;;
-  all) step_build; step_run; step_finish ;;
-  -h|--help|help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *) say "unknown step '$1' (build, run, select, tables, report, finish, all)"; exit 2 ;;
+  profile) step_profile ;;
+  attach) step_attach ;;
+  all) step_build; step_run; step_finish; [[ "${KTUNE_PROFILE:-0}" == 1 ]] && step_profile; true ;;
+  -h|--help|help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) say "unknown step '$1' (build, run, select, tables, report, finish, profile, attach, all)"; exit 2 ;;
 esac
