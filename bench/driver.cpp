@@ -115,7 +115,12 @@ BenchResult baseline_row(const std::string& name, const Timed& t, double bytes, 
 
 struct Tally {
   std::size_t passed = 0, incorrect = 0, rejected = 0, cannot = 0, other = 0, cached = 0;
+  std::size_t copies = 0;  ///< same-size copy rows: references, not variants
   void add(const BenchResult& r) {
+    if (r.id.empty()) {
+      ++copies;
+      return;
+    }
     cached += r.cached;
     if (r.ok()) ++passed;
     else if (r.error.rfind("incorrect: ", 0) == 0) ++incorrect;
@@ -134,7 +139,8 @@ std::vector<BenchResult> run_retest(const std::vector<Candidate>& candidates, co
   std::vector<BenchResult> out;
   Progress progress(&std::cerr, candidates.size(), false, 0.0);
   for (const Candidate& c : candidates) {
-    ShapeGroup g{c.op, c.dtype, c.shape, {}};
+    ShapeGroup g{c.op, c.dtype, c.shape, {}, {}};
+    g.copy = WorkItem{c.op, c.dtype, c.shape, std::string(copy_same_size_id), copy_same_size_name(c.op, c.dtype, c.shape.key()), {}};
     for (const std::string& id : c.ids)
       g.items.push_back({c.op, c.dtype, c.shape, id, benchmark_name(c.op, c.dtype, c.shape.key(), id), {}});
     progress.before(c.op + "/" + name(c.dtype) + "/" + c.shape.key() + " (" + std::to_string(c.ids.size()) + " candidates)");
@@ -146,9 +152,22 @@ std::vector<BenchResult> run_retest(const std::vector<Candidate>& candidates, co
     else if (!spec->second.same_dims(c.shape)) prepare_error = "shape " + c.shape.key() + " does not name the spec's dimensions";
     else if (variant_arch(Registry::global(), c.op, c.dtype, device_arch) == 0)
       prepare_error = "no variants of " + c.op + " for this device";
+    // The shape's same-size copy, once, before the group's buffers exist (not cached: re-tests never are).
+    double copy_us = 0;
+    if (prepare_error.empty()) {
+      BenchResult copy = m.measure_copy_same_size(g);
+      if (copy.ok()) copy_us = copy.median_us;
+      if (copy.fatal) {
+        aborted = true;
+        abort_reason = copy.name + ": " + copy.error;
+      }
+      out.push_back(std::move(copy));
+      if (aborted) break;
+    }
     if (prepare_error.empty()) prepare_error = m.begin_shape(g);
     for (const WorkItem& it : g.items) {
       rs.push_back(m.blank(it));
+      rs.back().copy_same_size_us = copy_us;
       if (!prepare_error.empty()) {
         rs.back().error = "error: " + prepare_error;
         rs.back().cacheable = false;
@@ -275,12 +294,17 @@ int run_bench(int argc, char** argv) {
   if (opts.list) {
     std::set<std::string> seen;
     std::size_t n = 0;
-    for (const ShapeGroup& g : plan_sweep(specs, registry, 0, opts, [](const WorkItem&) { return std::string(); }))
+    for (const ShapeGroup& g : plan_sweep(specs, registry, 0, opts, [](const WorkItem&) { return std::string(); })) {
+      if (seen.insert(g.copy.name).second) {
+        std::cout << g.copy.name << "\n";
+        ++n;
+      }
       for (const WorkItem& it : g.items)
         if (seen.insert(it.name).second) {
           std::cout << it.name << "\n";
           ++n;
         }
+    }
     std::cerr << "ktune_bench: " << n << " benchmarks\n";
     return 0;
   }
@@ -357,11 +381,13 @@ int run_bench(int argc, char** argv) {
       return 1;
     }
     std::size_t total = 0, to_measure = 0;
-    for (const ShapeGroup& g : groups)
+    for (const ShapeGroup& g : groups) {
       for (const WorkItem& it : g.items) {
         ++total;
         to_measure += cache.find(it.key) == nullptr;
       }
+      to_measure += cache.find(g.copy.key) == nullptr;  // the same-size copy row
+    }
     std::cerr << "ktune_bench: " << total << " benchmarks, " << total - to_measure << " from the cache"
               << (cache.enabled() ? " (" + cache.path() + ")" : std::string(" (cache off)")) << ", " << to_measure
               << " to measure\n";
@@ -378,7 +404,7 @@ int run_bench(int argc, char** argv) {
   for (const BenchResult& r : results) tally.add(r);
   std::cerr << "ktune_bench: " << tally.passed << " passed, " << tally.incorrect << " incorrect, " << tally.rejected
             << " rejected, " << tally.cannot << " cannot implement, " << tally.other << " other errors; " << tally.cached
-            << " from the cache\n";
+            << " from the cache; " << tally.copies << " same-size copies\n";
 
   // Report through Google Benchmark: two reference rows, then every result.
   register_result(baseline_row("ktune/copy_ceiling", base.copy, 2 * base.copy_bytes, copy_gbps), copy_gbps);

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -243,6 +244,17 @@ struct GpuMeasurer::State {
     return Status::success();
   }
 
+  /// The timing stream (graph capture needs a created one) and the L2 size, on first use.
+  Status ensure_stream() {
+    if (!stream) KTUNE_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    if (l2_bytes == 0) {
+      const DeviceInfo* dev = nullptr;
+      KTUNE_TRY(current_device(dev));
+      l2_bytes = static_cast<std::size_t>(dev->l2_bytes);
+    }
+    return Status::success();
+  }
+
   /// Labels a CUDA failure of a variant; when the context is broken (a sticky error), marks it fatal.
   void cuda_failure(BenchResult& r, const std::string& prefix, const Status& st) {
     (void)cudaGetLastError();  // clears an error that is not sticky
@@ -276,16 +288,7 @@ void GpuMeasurer::end_shape() { s_->release(); }
 std::string GpuMeasurer::begin_shape(const ShapeGroup& g) {
   State& s = *s_;
   s.release();
-  if (!s.stream) {
-    const Status st = Status::from_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    if (!st.ok()) return describe(st);
-  }
-  if (s.l2_bytes == 0) {
-    const DeviceInfo* dev = nullptr;
-    const Status st = current_device(dev);
-    if (!st.ok()) return describe(st);
-    s.l2_bytes = static_cast<std::size_t>(dev->l2_bytes);
-  }
+  if (const Status st = s.ensure_stream(); !st.ok()) return describe(st);
   s.harness = HarnessRegistry::global().find(g.op);
   if (!s.harness) return "no ktune::Harness registered for op " + g.op;
   auto spec = s.specs.find(g.op);
@@ -528,6 +531,94 @@ BenchResult GpuMeasurer::measure(const WorkItem& item) {
   r.samples = t.samples;
   r.batch = t.batch;
   r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
+  return r;
+}
+
+BenchResult GpuMeasurer::measure_copy_same_size(const ShapeGroup& g) {
+  State& s = *s_;
+  BenchResult r;
+  r.name = g.copy.name;
+  r.op = g.op;
+  r.dtype = name(g.dtype);
+  r.shape = g.shape.key();
+  r.copy_gbps = s.copy_gbps;
+  auto spec = s.specs.find(g.op);
+  if (spec == s.specs.end()) {
+    r.error = "error: no spec.json for op " + g.op;
+    r.cacheable = false;
+    return r;
+  }
+  // Half the spec bytes read, half written, each rounded to whole 16-byte vectors (at least one).
+  double moved = 0;
+  try {
+    moved = static_cast<double>(spec->second.bytes_moved(g.shape, g.dtype));
+  } catch (const std::exception& e) {
+    r.error = std::string("error: the spec's bytes moved: ") + e.what();
+    r.cacheable = false;
+    return r;
+  }
+  const std::size_t half = std::max<std::size_t>(16, static_cast<std::size_t>(std::llround(moved / 32.0)) * 16);
+  const std::size_t n = half / 16;
+  r.bytes = 2.0 * static_cast<double>(half);
+  if ((n + 255) / 256 > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    r.error = "error: a same-size copy of " + std::to_string(half) + " bytes needs more blocks than a grid holds";
+    r.cacheable = false;
+    return r;
+  }
+  const unsigned blocks = static_cast<unsigned>((n + 255) / 256);
+
+  if (const Status st = s.ensure_stream(); !st.ok()) {
+    s.cuda_failure(r, "error: ", st);
+    r.cacheable = r.fatal;
+    return r;
+  }
+  // A set is a source and a destination; sets rotate exactly like a variant's input/output sets.
+  const std::size_t span = (half + tensor_alignment - 1) / tensor_alignment * tensor_alignment;
+  const std::size_t set_bytes = 2 * span;
+  std::size_t rotations = s.cold_l2 ? rotations_for_cold_l2(set_bytes, s.l2_bytes) : 1;
+  char* buf = nullptr;
+  for (;;) {
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, rotations * set_bytes);
+    if (e == cudaSuccess) {
+      buf = static_cast<char*>(p);
+      break;
+    }
+    (void)cudaGetLastError();
+    if (e != cudaErrorMemoryAllocation || rotations == 1) {
+      r.error = "error: cudaMalloc of " + std::to_string(rotations * set_bytes) + " bytes: " + cudaGetErrorString(e);
+      r.cacheable = false;
+      return r;
+    }
+    rotations = (rotations + 1) / 2;
+  }
+  r.cold_l2 = s.cold_l2 && rotations * set_bytes > 2 * s.l2_bytes;
+
+  TimingResult tr;
+  Status st = fill_uniform(reinterpret_cast<float*>(buf), rotations * set_bytes / 4, mix64(0xc0b1ull ^ static_cast<std::uint64_t>(moved)), -1.f, 1.f,
+                           s.stream);  // random, never zeros: no compression shortcut
+  if (st.ok()) st = Status::from_cuda(cudaStreamSynchronize(s.stream), "filling the same-size copy");
+  if (st.ok())
+    st = time_kernel(
+        [&](std::size_t set) -> Status {
+          const char* src = buf + set * set_bytes;
+          detail::copy16_kernel<><<<blocks, 256, 0, s.stream>>>(reinterpret_cast<const uint4*>(src),
+                                                                  reinterpret_cast<uint4*>(buf + set * set_bytes + span), n);
+          return Status::from_cuda(cudaGetLastError(), "the same-size copy kernel");
+        },
+        rotations, s.stream, to_options(s.timing), tr);
+  if (!st.ok()) {
+    s.cuda_failure(r, "error: timing the same-size copy: ", st);
+    r.cacheable = r.fatal;
+  } else {
+    r.median_us = tr.median_us;
+    r.min_us = tr.min_us;
+    r.max_us = tr.max_us;
+    r.samples = tr.samples;
+    r.batch = tr.batch;
+    r.spread = tr.median_us > 0 ? (tr.max_us - tr.min_us) / tr.median_us : 0;
+  }
+  cudaFree(buf);
   return r;
 }
 

@@ -77,6 +77,7 @@ class GpuMeasurer : public Measurer {
   std::string begin_shape(const ShapeGroup& g) override;
   BenchResult measure(const WorkItem& item) override;
   void end_shape() override;
+  BenchResult measure_copy_same_size(const ShapeGroup& g) override;
 
   /// A result with the item's names and the group's facts filled in, nothing measured.
   BenchResult blank(const WorkItem& item) const;

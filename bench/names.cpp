@@ -12,6 +12,12 @@ std::string benchmark_name(std::string_view op, DType dtype, std::string_view sh
   return s;
 }
 
+std::string copy_same_size_name(std::string_view op, DType dtype, std::string_view shape_key) {
+  std::string s(copy_same_size_id);
+  s.append("/").append(op).append("/").append(name(dtype)).append("/").append(shape_key);
+  return s;
+}
+
 std::string gpu_slug(std::string_view device_name) {
   std::string s(device_name);
   for (char& c : s) {

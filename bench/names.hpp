@@ -14,6 +14,12 @@ namespace ktune::bench {
 /// `<op>/<dtype>/<dim>=<v>,<dim>=<v>/<id>`, e.g. `silu_and_mul/bf16/tokens=16,d=11008/tpb_256.vb_16`.
 std::string benchmark_name(std::string_view op, DType dtype, std::string_view shape_key, std::string_view id);
 
+/// Cache-key id of a shape's same-size copy row (no variant id has a '/').
+inline constexpr std::string_view copy_same_size_id = "ktune/copy_same_size";
+
+/// `ktune/copy_same_size/<op>/<dtype>/<shape key>`: the same-size copy row of one shape.
+std::string copy_same_size_name(std::string_view op, DType dtype, std::string_view shape_key);
+
 /// The device name as a directory name: lowercase, every other non-alphanumeric character becomes '-'
 /// ("NVIDIA H200" -> "nvidia-h200").
 std::string gpu_slug(std::string_view device_name);

@@ -34,7 +34,9 @@ std::vector<ShapeGroup> plan_sweep(const std::map<std::string, OpSpec>& specs, c
       for (const Shape& shape : spec.shapes()) {
         const std::string key = shape.key();
         if (!std::regex_search(key, shapes_re)) continue;
-        ShapeGroup g{op, dtype, shape, {}};
+        ShapeGroup g{op, dtype, shape, {}, {}};
+        g.copy = WorkItem{op, dtype, shape, std::string(copy_same_size_id), copy_same_size_name(op, dtype, key), {}};
+        g.copy.key = key_of(g.copy);
         for (const Variant* v : variants) {
           WorkItem it{op, dtype, shape, v->id, benchmark_name(op, dtype, key, v->id), {}};
           it.key = key_of(it);

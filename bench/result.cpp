@@ -11,6 +11,10 @@ std::map<std::string, double> counters(const BenchResult& r, double copy_gbps) {
   const double gbps = r.gbps();
   c["GBps"] = gbps;
   c["pct_copy"] = copy_gbps > 0 ? 100.0 * gbps / copy_gbps : 0;
+  if (r.copy_same_size_us > 0 && r.median_us > 0) {
+    c["copy_same_size_us"] = r.copy_same_size_us;
+    c["pct_copy_same_size"] = 100.0 * r.copy_same_size_us / r.median_us;
+  }
   c["median_us"] = r.median_us;
   c["min_us"] = r.min_us;
   c["max_us"] = r.max_us;

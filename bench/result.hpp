@@ -29,6 +29,9 @@ struct BenchResult {
   bool cold_l2 = true;
   std::uint64_t seed = 0;        ///< < 2^53, so the JSON counter (a double) holds it exactly
   double copy_gbps = 0;          ///< copy ceiling of the process that measured it
+  /// The shape's same-size copy median (0: none). Set per run from the group's copy row, not cached
+  /// with the variant: a re-measured copy row applies to cached variants too.
+  double copy_same_size_us = 0;
 
   bool ok() const { return error.empty(); }
   double gbps() const { return median_us > 0 ? bytes / (median_us * 1e3) : 0; }

@@ -41,6 +41,33 @@ void Progress::finish() {
 SweepOutcome run_sweep(const std::vector<ShapeGroup>& groups, ResultCache& cache, Measurer& m, Progress* progress) {
   SweepOutcome o;
   for (const ShapeGroup& g : groups) {
+    // The copy row first, before the group's buffers exist: the two never share device memory.
+    double copy_us = 0;
+    if (!g.copy.name.empty()) {
+      BenchResult c;
+      if (const BenchResult* hit = g.copy.key.empty() ? nullptr : cache.find(g.copy.key)) {
+        c = *hit;
+        c.cached = true;
+        ++o.from_cache;
+      } else {
+        if (progress) progress->before(g.copy.name);
+        c = m.measure_copy_same_size(g);
+        if (progress) progress->after();
+        ++o.measured;
+        if (c.cacheable && !g.copy.key.empty()) {
+          const std::string err = cache.store(g.copy.key, c);
+          if (!err.empty()) o.warnings.push_back(err);
+        }
+      }
+      if (c.ok()) copy_us = c.median_us;
+      const bool fatal = c.fatal;
+      o.results.push_back(std::move(c));
+      if (fatal) {
+        o.aborted = true;
+        o.abort_reason = g.copy.name + ": " + o.results.back().error;
+        return o;
+      }
+    }
     std::vector<const BenchResult*> hits;
     bool any_missing = false;
     for (const WorkItem& it : g.items) {
@@ -54,6 +81,7 @@ SweepOutcome run_sweep(const std::vector<ShapeGroup>& groups, ResultCache& cache
       if (hits[i]) {
         BenchResult r = *hits[i];
         r.cached = true;
+        r.copy_same_size_us = copy_us;
         o.results.push_back(std::move(r));
         ++o.from_cache;
         continue;
@@ -77,6 +105,7 @@ SweepOutcome run_sweep(const std::vector<ShapeGroup>& groups, ResultCache& cache
         const std::string err = cache.store(it.key, r);
         if (!err.empty()) o.warnings.push_back(err);
       }
+      r.copy_same_size_us = copy_us;
       const bool fatal = r.fatal;
       o.results.push_back(std::move(r));
       if (fatal) {

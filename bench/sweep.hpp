@@ -2,7 +2,9 @@
 //
 // Work comes in shape groups: every variant of one (op, dtype, shape) shares the inputs, the float64
 // reference and the rotation arena, which a Measurer prepares once per group (begin_shape) and only
-// when at least one of the group's variants is not cached.
+// when at least one of the group's variants is not cached. Each group also has a reference row: a
+// plain copy of the same bytes (the same-size copy), timed the same way and cached like a variant, the
+// fair floor for that shape (it pays the same launch, ramp, tail and DRAM latency).
 #pragma once
 
 #include <chrono>
@@ -34,6 +36,7 @@ struct ShapeGroup {
   DType dtype = DType::f32;
   Shape shape;
   std::vector<WorkItem> items;
+  WorkItem copy;  ///< the same-size copy row: id copy_same_size_id, name copy_same_size_name(), its cache key
 };
 
 /// Checks and times the variants of one shape group at a time.
@@ -46,6 +49,9 @@ class Measurer {
   virtual BenchResult measure(const WorkItem& item) = 0;
   /// Frees what begin_shape prepared (called after every begin_shape, also a failed one).
   virtual void end_shape() = 0;
+  /// Times a copy of the group's spec bytes (half read, half written) the way variants are timed.
+  /// Called outside begin_shape/end_shape, so it needs none of the group's buffers.
+  virtual BenchResult measure_copy_same_size(const ShapeGroup& g) = 0;
 };
 
 /// Progress with an ETA, one line per update (or one rewritten line on a terminal).
@@ -78,7 +84,8 @@ struct SweepOutcome {
   std::vector<std::string> warnings; ///< e.g. cache write failures
 };
 
-/// Runs every item: a cached result is re-emitted, anything else measured and cached.
+/// Runs every item: a cached result is re-emitted, anything else measured and cached. Each group's
+/// same-size copy row comes first; its median is set as copy_same_size_us on the group's results.
 SweepOutcome run_sweep(const std::vector<ShapeGroup>& groups, ResultCache& cache, Measurer& m, Progress* progress);
 
 }  // namespace ktune::bench

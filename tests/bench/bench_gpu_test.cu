@@ -149,9 +149,17 @@ TEST_F(BenchSmoke, SweepWritesTheAgreedJsonAndResumesFromTheCache) {
   EXPECT_GT(std::stod(ctx.at("copy_ceiling_gbps").get<std::string>()), 100.0);
 
   const std::string prefix = t.op + "/fp32/" + t.shape + "/";
-  ASSERT_EQ(j.at("benchmarks").size(), 4u) << j.dump(2);
+  ASSERT_EQ(j.at("benchmarks").size(), 5u) << j.dump(2);
   ASSERT_NE(row(j, "ktune/copy_ceiling"), nullptr);
   ASSERT_NE(row(j, "ktune/empty_kernel"), nullptr);
+  // The shape's same-size copy: half the spec bytes read, half written, timed like the variants.
+  const nlohmann::json* copy = row(j, "ktune/copy_same_size/" + t.op + "/fp32/" + t.shape);
+  ASSERT_NE(copy, nullptr) << j.dump(2);
+  EXPECT_FALSE(copy->value("error_occurred", false)) << copy->dump(2);
+  const double copy_us = copy->at("median_us").get<double>();
+  EXPECT_GT(copy_us, 0);
+  EXPECT_EQ(static_cast<long long>(copy->at("bytes").get<double>()) % 32, 0);
+  EXPECT_EQ(copy->at("cached").get<double>(), 0);
   const nlohmann::json* original = row(j, prefix + "original");
   const nlohmann::json* variant = row(j, prefix + t.variant);
   ASSERT_NE(original, nullptr) << j.dump(2);
@@ -160,6 +168,9 @@ TEST_F(BenchSmoke, SweepWritesTheAgreedJsonAndResumesFromTheCache) {
   expect_agreed_row(*original);
   expect_agreed_row(*variant);
   EXPECT_EQ(original->at("cached").get<double>(), 0);
+  EXPECT_DOUBLE_EQ(original->at("copy_same_size_us").get<double>(), copy_us);
+  EXPECT_NEAR(original->at("pct_copy_same_size").get<double>(), 100.0 * copy_us / original->at("median_us").get<double>(),
+              1e-9 * original->at("pct_copy_same_size").get<double>());
 
   // Again: both come from the cache with the same times.
   const fs::path again = dir / "again.json";
@@ -170,6 +181,10 @@ TEST_F(BenchSmoke, SweepWritesTheAgreedJsonAndResumesFromTheCache) {
   ASSERT_NE(original2, nullptr);
   EXPECT_EQ(original2->at("cached").get<double>(), 1);
   EXPECT_DOUBLE_EQ(original2->at("median_us").get<double>(), original->at("median_us").get<double>());
+  const nlohmann::json* copy2 = row(j2, "ktune/copy_same_size/" + t.op + "/fp32/" + t.shape);
+  ASSERT_NE(copy2, nullptr);
+  EXPECT_EQ(copy2->at("cached").get<double>(), 1);
+  EXPECT_DOUBLE_EQ(original2->at("copy_same_size_us").get<double>(), copy_us);
 }
 
 TEST_F(BenchSmoke, RetestReportsRoundStatistics) {
@@ -187,6 +202,10 @@ TEST_F(BenchSmoke, RetestReportsRoundStatistics) {
   ASSERT_NE(original, nullptr) << j.dump(2);
   expect_agreed_row(*original);
   EXPECT_EQ(original->at("rounds").get<double>(), 3);  // quick: three rounds
+  const nlohmann::json* copy = row(j, "ktune/copy_same_size/" + t.op + "/fp32/" + t.shape);
+  ASSERT_NE(copy, nullptr) << j.dump(2);
+  EXPECT_GT(copy->at("median_us").get<double>(), 0);
+  EXPECT_DOUBLE_EQ(original->at("copy_same_size_us").get<double>(), copy->at("median_us").get<double>());
   EXPECT_GE(original->at("spread").get<double>(), 0);
 }
 #endif

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "bench/names.hpp"
 #include "bench/plan.hpp"
 #include "bench/sweep.hpp"
 
@@ -40,6 +41,20 @@ class FakeMeasurer : public Measurer {
     return r;
   }
   void end_shape() override { --open_shapes; }
+  std::vector<std::string> copies;
+  bool copy_fails = false;
+  BenchResult measure_copy_same_size(const ShapeGroup& g) override {
+    EXPECT_EQ(open_shapes, 0) << "the copy needs none of the group's buffers";
+    copies.push_back(g.copy.name);
+    BenchResult r;
+    r.name = g.copy.name;
+    r.op = g.op;
+    r.shape = g.shape.key();
+    if (copy_fails) r.error = "error: timing the same-size copy: out of memory";
+    else r.median_us = 0.25 * static_cast<double>(copies.size());
+    r.samples = 10;
+    return r;
+  }
 };
 
 std::vector<ShapeGroup> groups(int shapes, int variants) {
@@ -149,6 +164,70 @@ TEST_F(BenchSweep, FailuresOfTheRunItselfAreReportedButNotCached) {
   EXPECT_EQ(m.shapes_begun, (std::vector<std::string>{"toy/tokens=2"}));
 }
 
+std::vector<ShapeGroup> groups_with_copy(int shapes, int variants) {
+  std::vector<ShapeGroup> out = groups(shapes, variants);
+  for (ShapeGroup& g : out) {
+    g.copy = WorkItem{g.op, g.dtype, g.shape, std::string(copy_same_size_id), "ktune/copy_same_size/toy/fp16/" + g.shape.key(), ""};
+    g.copy.key = "key:" + g.copy.name;
+  }
+  return out;
+}
+
+TEST_F(BenchSweep, EachShapeHasOneSameSizeCopySharedByItsVariantsAndCached) {
+  const auto work = groups_with_copy(2, 3);
+  {
+    ResultCache cache(path);
+    ASSERT_EQ(cache.load(), "");
+    FakeMeasurer m;
+    const SweepOutcome o = run_sweep(work, cache, m, nullptr);
+    EXPECT_EQ(m.copies, (std::vector<std::string>{"ktune/copy_same_size/toy/fp16/tokens=1",
+                                                  "ktune/copy_same_size/toy/fp16/tokens=2"}));
+    EXPECT_EQ(o.measured, 8u);
+    ASSERT_EQ(o.results.size(), 8u);
+    EXPECT_EQ(o.results[0].name, "ktune/copy_same_size/toy/fp16/tokens=1");  // the copy row leads its group
+    EXPECT_EQ(o.results[0].copy_same_size_us, 0);
+    for (int i : {1, 2, 3}) EXPECT_DOUBLE_EQ(o.results[i].copy_same_size_us, 0.25);
+    EXPECT_EQ(o.results[4].name, "ktune/copy_same_size/toy/fp16/tokens=2");
+    for (int i : {5, 6, 7}) EXPECT_DOUBLE_EQ(o.results[i].copy_same_size_us, 0.5);
+  }
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  FakeMeasurer m;
+  const SweepOutcome o = run_sweep(work, cache, m, nullptr);
+  EXPECT_TRUE(m.copies.empty());
+  EXPECT_EQ(o.from_cache, 8u);
+  ASSERT_EQ(o.results.size(), 8u);
+  EXPECT_TRUE(o.results[4].cached);
+  EXPECT_DOUBLE_EQ(o.results[4].median_us, 0.5);
+  for (int i : {5, 6, 7}) EXPECT_DOUBLE_EQ(o.results[i].copy_same_size_us, 0.5);  // cached variants get it too
+}
+
+TEST_F(BenchSweep, AFailedSameSizeCopyLeavesTheVariantsWithoutTheRatio) {
+  const auto work = groups_with_copy(1, 2);
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  FakeMeasurer m;
+  m.copy_fails = true;
+  const SweepOutcome o = run_sweep(work, cache, m, nullptr);
+  EXPECT_FALSE(o.aborted);
+  ASSERT_EQ(o.results.size(), 3u);
+  EXPECT_FALSE(o.results[0].ok());
+  EXPECT_TRUE(o.results[1].ok());
+  EXPECT_EQ(o.results[1].copy_same_size_us, 0);
+  EXPECT_EQ(counters(o.results[1], 1000).count("pct_copy_same_size"), 0u);
+}
+
+TEST(BenchCounters, PercentOfTheSameSizeCopy) {
+  BenchResult r;
+  r.bytes = 2e6;
+  r.median_us = 4;
+  r.copy_same_size_us = 3;
+  const auto c = counters(r, 1000);
+  EXPECT_DOUBLE_EQ(c.at("copy_same_size_us"), 3);
+  EXPECT_DOUBLE_EQ(c.at("pct_copy_same_size"), 75);
+  EXPECT_DOUBLE_EQ(c.at("pct_copy"), 50);  // 500 GB/s of a 1000 GB/s ceiling: unchanged
+}
+
 TEST(BenchProgress, EtaFromTheAveragePace) {
   EXPECT_LT(Progress::eta_seconds(10, 0, 5), 0);
   EXPECT_DOUBLE_EQ(Progress::eta_seconds(10, 5, 20), 40);
@@ -214,6 +293,14 @@ TEST_F(BenchPlan, EverythingInRunOrder) {
   EXPECT_EQ(n[1], "toy/fp32/tokens=1,d=11008/tpb_128.vb_8@tpb");  // registry order: by point
   EXPECT_EQ(n[3], "toy/fp32/tokens=16,d=11008/original@ori");
   EXPECT_EQ(n[9], "toy/bf16/tokens=1,d=11008/original@ori");
+}
+
+TEST_F(BenchPlan, EveryGroupHasItsSameSizeCopyRow) {
+  const auto gs = plan_sweep(specs, reg, 90, Options{}, key);
+  ASSERT_FALSE(gs.empty());
+  EXPECT_EQ(gs[0].copy.name, "ktune/copy_same_size/toy/fp32/tokens=1,d=11008");
+  EXPECT_EQ(gs[0].copy.id, copy_same_size_id);
+  EXPECT_EQ(gs[0].copy.key, "ktu");  // keyed like any item
 }
 
 TEST_F(BenchPlan, Filters) {
