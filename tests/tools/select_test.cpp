@@ -191,6 +191,30 @@ TEST(ToolSelect, FixturesGiveTheDesignedWinners) {
   EXPECT_EQ(s.dtypes[1].shapes[0].band_source, "sweep");
 }
 
+TEST(ToolSelect, EachShapeCarriesTheSweepsSameSizeCopy) {
+  const auto sels = fixture_selections();
+  ASSERT_EQ(sels.size(), 1u);
+  const Selection& s = sels[0];
+  EXPECT_EQ(s.references.count("copy_same_size"), 0u);  // per shape, not a global reference
+  // fp32 tokens=1,d=1024: fastest sweep time 2.0 us; the sweep's copy (0.85x) wins over the re-test's (0.87x).
+  const ShapeResult& first = s.dtypes[0].shapes[0];
+  ASSERT_EQ(first.key, "tokens=1,d=1024");
+  ASSERT_TRUE(first.copy_same_size_us.has_value());
+  EXPECT_DOUBLE_EQ(*first.copy_same_size_us, 1.7);
+  // bf16 (sweep only, 0.6x the fp32 times).
+  ASSERT_TRUE(s.dtypes[1].shapes[0].copy_same_size_us.has_value());
+  EXPECT_DOUBLE_EQ(*s.dtypes[1].shapes[0].copy_same_size_us, 1.02);
+  // Written to the results file and read back.
+  const Selection back = from_json(to_json(s), "memory");
+  ASSERT_TRUE(back.dtypes[0].shapes[0].copy_same_size_us.has_value());
+  EXPECT_DOUBLE_EQ(*back.dtypes[0].shapes[0].copy_same_size_us, 1.7);
+  // An older results file without the field still reads.
+  ojson j = to_json(s);
+  for (auto& d : j["dtypes"])
+    for (auto& sh : d["shapes"]) sh.erase("copy_same_size_us");
+  EXPECT_FALSE(from_json(j, "memory").dtypes[0].shapes[0].copy_same_size_us.has_value());
+}
+
 TEST(ToolSelect, CandidatesHoldOriginalTopKAndTheGeneralConfiguration) {
   const auto c = candidates_json(fixture_selections(), 2);
   ASSERT_EQ(c["candidates"].size(), 12u);

@@ -122,6 +122,11 @@ RawFile parse_raw(const nlohmann::json& j, const std::string& path, const std::s
         failed ? 0.0 : to_microseconds(b.value("real_time", 0.0), b.value("time_unit", std::string("ns")));
 
     std::vector<std::string> parts = split(name, '/');
+    if (parts.size() >= 5 && parts[0] == "ktune" && parts[1] == "copy_same_size") {
+      if (!failed && time_us > 0) f.same_size_copies.push_back({parts[2], parts[3], parts[4], time_us});
+      else f.warnings.push_back(fmt::format("{}: same-size copy {} failed: {}", f.label, name, b.value("error_message", "")));
+      continue;
+    }
     if (parts.size() >= 2 && parts[0] == "ktune") {
       if (!failed) f.references.push_back({parts[1], time_us, counters});
       else f.warnings.push_back(fmt::format("{}: reference {} failed: {}", f.label, name, b.value("error_message", "")));

@@ -4,7 +4,8 @@
 // `<op>/<dtype>/<dim>=<v>,.../<id>` (Google Benchmark appends `/manual_time`), manual time in
 // microseconds = the median sample, user counters per call, `error_occurred` + `error_message`
 // (`incorrect: `, `rejected: `, `cannot implement: `) for excluded variants, two reference rows
-// `ktune/copy_ceiling` and `ktune/empty_kernel`, and custom context strings (gpu, arch, mode, ...).
+// `ktune/copy_ceiling` and `ktune/empty_kernel`, one `ktune/copy_same_size/<op>/<dtype>/<shape>` per
+// shape, and custom context strings (gpu, arch, mode, ...).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -50,6 +51,13 @@ struct RawReference {
   std::map<std::string, double> counters;
 };
 
+/// A shape's same-size copy row (`ktune/copy_same_size/<op>/<dtype>/<shape>`): the copy of the shape's
+/// spec bytes (half read, half written) timed like its variants, the fair floor at that size.
+struct RawSameSizeCopy {
+  std::string op, dtype, shape;
+  double time_us = 0;
+};
+
 /// One Google Benchmark JSON file.
 struct RawFile {
   std::string path;                           ///< as given on the command line
@@ -59,6 +67,7 @@ struct RawFile {
   std::string mode;                           ///< "sweep" or "retest"
   std::vector<RawRun> runs;
   std::vector<RawReference> references;
+  std::vector<RawSameSizeCopy> same_size_copies;
   std::vector<std::string> warnings;          ///< rows skipped (aggregates, names outside the interface)
 };
 

@@ -243,6 +243,7 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
   using Runs = std::map<std::string, const RawRun*>;
   std::map<std::string, std::map<std::string, std::map<std::string, std::map<std::string, std::map<std::string, Runs>>>>> all;
   std::map<std::string, std::vector<const RawFile*>> files_of;
+  std::map<std::string, std::pair<double, std::string>> copies;  // slug/op/dtype/shape -> (us, mode)
   for (const RawFile& f : files) {
     for (const std::string& w : f.warnings) warnings.push_back(w);
     auto slug = f.context.find("gpu_slug");
@@ -251,6 +252,11 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
     files_of[slug->second].push_back(&f);
     for (const RawRun& r : f.runs)
       all[slug->second][r.name.op][r.name.dtype][r.name.shape][r.name.id][f.mode] = &r;
+    // Same-size copies: a sweep's wins over a re-test's, a later file over an earlier one.
+    for (const RawSameSizeCopy& c : f.same_size_copies) {
+      auto& slot = copies[slug->second + "/" + c.op + "/" + c.dtype + "/" + c.shape];
+      if (f.mode == "sweep" || slot.second != "sweep") slot = {c.time_us, f.mode};
+    }
   }
 
   std::vector<Selection> out;
@@ -330,6 +336,8 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
           s.tokens = dim_of(any->name, spec.tokens_dim, where);
           s.width = dim_of(any->name, spec.width_dim, where);
           s.bytes = spec.bytes(shape, t);
+          if (auto c = copies.find(slug + "/" + op + "/" + d.dtype + "/" + key); c != copies.end())
+            s.copy_same_size_us = c->second.first;
           for (auto& [id, modes] : ids) {
             VariantResult v;
             v.id = id;
@@ -472,6 +480,7 @@ ojson to_json(const Selection& s) {
       sj["width"] = sh.width;
       sj["bytes"] = sh.bytes;
       sj["in_spec"] = sh.in_spec;
+      if (sh.copy_same_size_us) sj["copy_same_size_us"] = *sh.copy_same_size_us;
       sj["winner"] = sh.winner;
       sj["reason"] = sh.reason;
       sj["fastest"] = sh.fastest;
@@ -542,6 +551,7 @@ Selection from_json(const ojson& j, const std::string& where) {
         sh.width = sj.at("width").get<std::int64_t>();
         sh.bytes = sj.at("bytes").get<std::int64_t>();
         sh.in_spec = sj.at("in_spec").get<bool>();
+        if (sj.contains("copy_same_size_us")) sh.copy_same_size_us = sj.at("copy_same_size_us").get<double>();
         sh.winner = sj.at("winner").get<std::string>();
         sh.reason = sj.at("reason").get<std::string>();
         sh.fastest = sj.at("fastest").get<std::string>();

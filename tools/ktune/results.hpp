@@ -47,6 +47,9 @@ struct ShapeResult {
   std::vector<std::pair<std::string, std::int64_t>> dims;   ///< in the spec's order
   std::int64_t tokens = 0, width = 0, bytes = 0;
   bool in_spec = true;                                      ///< one of the spec's shapes
+  /// The same-size copy (bench: half the spec bytes read, half written, timed like the variants);
+  /// nullopt when the benchmark did not time one.
+  std::optional<double> copy_same_size_us;
   std::vector<VariantResult> variants;                      ///< "original" first, then by id
 
   // Derived by select_dtype().
