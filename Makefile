@@ -12,6 +12,7 @@ JOBS ?= $(shell nproc)
 help:
 	@echo "make test   install dependencies, configure, build everything (all kernel variants), run all tests"
 	@echo "make tune   on a GPU machine: build, benchmark every variant, select winners, rewrite tuned headers and reports"
+	@echo "            KTUNE_PROFILE=1 make tune also profiles S and the winners with CUPTI (tools/tune.sh profile)"
 	@echo "make deps | configure | build | clean"
 
 deps:

@@ -12,6 +12,7 @@
 
 #include "io.hpp"
 #include "list.hpp"
+#include "profile_section.hpp"
 #include "raw.hpp"
 #include "report.hpp"
 #include "results.hpp"
@@ -31,6 +32,8 @@ constexpr const char* main_help =
     "  select         Google Benchmark JSON -> retest candidates (--topk) or reports/<gpu>/<op>.json + .t4.json\n"
     "  tables         reports/*/<op>.json -> kernels/<op>/tuned.cuh (--check: fail if out of date)\n"
     "  report         reports/*/<op>.json -> reports/<gpu>/<op>.{md,html} and index.{md,html} (--check)\n"
+    "  profile-plan   reports/<gpu>/<op>.json -> the calls `ktune_profile --plan` profiles (S and the winners)\n"
+    "  profile-attach ktune_profile's JSON -> the \"profile\" section of reports/<gpu>/<op>.json\n"
     "\n"
     "exit codes: 0 ok, 1 failure, 2 usage error\n";
 
@@ -406,6 +409,8 @@ int run_ktune(const std::vector<std::string>& args) {
     if (args[0] == "select") return cmd_select(rest);
     if (args[0] == "tables") return cmd_tables(rest);
     if (args[0] == "report") return cmd_report(rest);
+    if (args[0] == "profile-plan") return cmd_profile_plan(rest);
+    if (args[0] == "profile-attach") return cmd_profile_attach(rest);
     throw usage_error("unknown command '" + args[0] + "'");
   } catch (const ToolError& e) {
     fmt::print(stderr, "ktune: {}\n", e.what());

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "io.hpp"
+#include "profile_section.hpp"
 
 namespace ktune::tool {
 
@@ -366,6 +367,7 @@ std::string op_markdown(const LoadedResults& r) {
     }
     o += "\n";
   }
+  o += profile_markdown(s);  // profile_section.hpp: empty unless the results hold a profile
   o += "## Excluded variants\n\n";
   bool any = false;
   for (const DTypeResult& d : s.dtypes)
@@ -466,6 +468,7 @@ std::string op_html(const LoadedResults& r) {
     }
     body += "</table>\n";
   }
+  body += profile_html(s);  // profile_section.hpp: empty unless the results hold a profile
   body += "<h2>Excluded variants</h2>\n";
   bool any = false;
   for (const DTypeResult& d : s.dtypes)

@@ -509,6 +509,7 @@ ojson to_json(const Selection& s) {
     dtypes.push_back(std::move(dj));
   }
   j["dtypes"] = std::move(dtypes);
+  if (!s.profile.is_null()) j["profile"] = s.profile;  // profile_section.hpp; absent when not profiled
   return j;
 }
 
@@ -575,6 +576,7 @@ Selection from_json(const ojson& j, const std::string& where) {
                               e.at("error").get<std::string>(), strings_from(e.at("shapes"))});
       s.dtypes.push_back(std::move(d));
     }
+    if (auto p = j.find("profile"); p != j.end()) s.profile = *p;
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw ToolError(where + ": malformed results file (" + e.what() + "): rerun `ktune select`");

@@ -108,6 +108,8 @@ struct Selection {
   std::map<std::string, Reference> references;     ///< copy_ceiling, empty_kernel
   nlohmann::ordered_json build;                    ///< build/ktune-build.json when given, else null
   std::vector<DTypeResult> dtypes;                 ///< fp32, fp16, bf16 order
+  /// Profile of the winners (profile_section.hpp, `ktune profile-attach`); null when not profiled.
+  nlohmann::ordered_json profile;
 
   const DTypeResult* find(const std::string& dtype) const;
 };

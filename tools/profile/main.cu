@@ -12,6 +12,7 @@
 // 2 no usable GPU, 3 a CUDA or launch failure, 4 nothing matched the selection.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -33,6 +34,7 @@ namespace {
 
 constexpr const char* usage_text =
     "usage: ktune_profile --op OP --shape DIM=V[,DIM=V...] [options]\n"
+    "       ktune_profile --plan FILE --json OUT [--no-metrics] [--no-stalls] [--no-ceiling] [--warm-l2]\n"
     "       ktune_profile --list\n"
     "\n"
     "Profiles compiled variants with CUPTI (activity durations, hardware metrics) and prints findings.\n"
@@ -42,6 +44,9 @@ constexpr const char* usage_text =
     "  --dtype T          fp32, fp16 or bf16 (repeatable; default bf16)\n"
     "  --variant ID       a variant id, 'original' or 'all' (repeatable; default original)\n"
     "  --json FILE        write the records and findings as JSON to FILE\n"
+    "  --plan FILE        profile the calls of a `ktune profile-plan` file (per call: op, dtype, shape,\n"
+    "                     variants) instead of --op/--shape/--dtype/--variant; ops or variants this binary\n"
+    "                     lacks are reported and skipped\n"
     "  --warm-l2          time with one buffer set (default: rotate sets larger than 2x the L2)\n"
     "  --no-metrics       skip the hardware metrics (range profiler)\n"
     "  --no-stalls        hardware metrics without the warp stall reasons (fewer replay passes)\n"
@@ -56,6 +61,7 @@ struct Cli {
   std::vector<std::string> shapes, variants;
   std::vector<ktune::DType> dtypes;
   std::string json;
+  std::string plan;
   bool warm_l2 = false, metrics = true, stalls = true, ceiling = true, list = false, help = false;
 };
 
@@ -79,6 +85,7 @@ bool parse_cli(int argc, char** argv, Cli& c, std::string& err) {
     else if (a == "--no-ceiling") c.ceiling = false;
     else if (a == "--op") { if (!value(c.op)) return false; }
     else if (a == "--json") { if (!value(c.json)) return false; }
+    else if (a == "--plan") { if (!value(c.plan)) return false; }
     else if (a == "--shape") { if (!value(v)) return false; c.shapes.push_back(v); }
     else if (a == "--variant") { if (!value(v)) return false; c.variants.push_back(v); }
     else if (a == "--dtype") {
@@ -95,6 +102,12 @@ bool parse_cli(int argc, char** argv, Cli& c, std::string& err) {
     }
   }
   if (c.help || c.list) return true;
+  if (!c.plan.empty()) {
+    if (!c.op.empty() || !c.shapes.empty() || !c.dtypes.empty() || !c.variants.empty())
+      return err = "--plan replaces --op, --shape, --dtype and --variant", false;
+    if (c.json.empty()) return err = "--plan needs --json OUT", false;
+    return true;
+  }
   if (c.op.empty()) return err = "--op is required", false;
   if (c.shapes.empty()) return err = "--shape is required", false;
   if (c.dtypes.empty()) c.dtypes.push_back(ktune::DType::bf16);
@@ -160,6 +173,39 @@ std::vector<const ktune::Variant*> variants_for(const std::string& op, ktune::DT
   return best ? ktune::Registry::global().select(op, dtype, best) : std::vector<const ktune::Variant*>{};
 }
 
+/// One call of a `ktune profile-plan` file: S and the winner of one (op, dtype, shape).
+struct PlanCall {
+  std::string op;
+  ktune::DType dtype{};
+  ktune::Shape shape;
+  std::vector<std::string> variants;
+};
+
+/// Reads a plan ({"schema": "ktune.profile_plan", "gpu_slug", "calls": [...]}); false with `err` set on
+/// anything malformed, so a bad plan fails before the GPU is touched.
+bool load_plan(const std::string& path, std::vector<PlanCall>& calls, std::string& slug, std::string& err) {
+  std::ifstream f(path);
+  if (!f) return err = "cannot read " + path, false;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(f);
+    if (j.value("schema", std::string()) != "ktune.profile_plan")
+      return err = path + " is not a ktune profile plan (schema ktune.profile_plan)", false;
+    slug = j.value("gpu_slug", std::string());
+    for (const auto& c : j.at("calls")) {
+      PlanCall call;
+      call.op = c.at("op").get<std::string>();
+      const std::string dtype = c.at("dtype").get<std::string>(), shape = c.at("shape").get<std::string>();
+      if (!ktune::parse_dtype(dtype, call.dtype)) return err = path + ": unknown dtype '" + dtype + "'", false;
+      if (!parse_shape(shape, call.shape)) return err = path + ": malformed shape '" + shape + "'", false;
+      call.variants = c.at("variants").get<std::vector<std::string>>();
+      calls.push_back(std::move(call));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return err = path + ": malformed plan (" + e.what() + ")", false;
+  }
+  return true;
+}
+
 struct Run {
   const Cli& cli;
   double ceiling_gbps = 0;
@@ -168,8 +214,8 @@ struct Run {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   int matched = 0;
 
-  ktune::Status profile_shape(const ktune::Harness& h, ktune::DType dtype, const ktune::Shape& shape,
-                              const std::vector<const ktune::Variant*>& chosen) {
+  ktune::Status profile_shape(const std::string& op, const ktune::Harness& h, ktune::DType dtype,
+                              const ktune::Shape& shape, const std::vector<const ktune::Variant*>& chosen) {
     const std::vector<ktune::TensorInfo> tensors = h.tensors(shape, dtype);
     std::size_t bytes_per_call = 0, moved = 0;
     for (const ktune::TensorInfo& t : tensors) {
@@ -200,7 +246,7 @@ struct Run {
     for (const ktune::Variant* v : chosen) {
       ++matched;
       ktune::profile::ProfileRecord rec;
-      rec.op = cli.op;
+      rec.op = op;
       rec.dtype = ktune::name(dtype);
       rec.shape = shape.key();
       rec.variant = v->id;
@@ -276,8 +322,14 @@ int main(int argc, char** argv) {
   }
   if (cli.list) return list_variants();
 
-  const ktune::Harness* h = ktune::HarnessRegistry::global().find(cli.op);
-  if (!h) {
+  std::vector<PlanCall> plan;
+  std::string plan_slug;
+  if (!cli.plan.empty() && !load_plan(cli.plan, plan, plan_slug, err)) {
+    std::fprintf(stderr, "ktune_profile: %s\n", err.c_str());
+    return 1;
+  }
+  const ktune::Harness* h = cli.plan.empty() ? ktune::HarnessRegistry::global().find(cli.op) : nullptr;
+  if (cli.plan.empty() && !h) {
     std::fprintf(stderr, "ktune_profile: no op '%s' with a harness is compiled into this binary (see --list)\n",
                  cli.op.c_str());
     return 4;
@@ -323,7 +375,32 @@ int main(int argc, char** argv) {
   std::printf("device %s (sm_%d, %d SMs): copy ceiling %.0f GB/s, empty kernel %.2f us\n", dev->name, dev->arch,
               dev->sms, run.ceiling_gbps, run.empty_us);
 
-  for (ktune::DType dtype : cli.dtypes) {
+  // A plan: each call on its own; what this binary lacks (another op subset, a variant of an older
+  // build) is reported and skipped, so one missing kernel does not lose the rest of the profile.
+  for (const PlanCall& call : plan) {
+    const std::string where = call.op + "/" + ktune::name(call.dtype) + "/" + call.shape.key();
+    const ktune::Harness* ph = ktune::HarnessRegistry::global().find(call.op);
+    if (!ph) {
+      std::fprintf(stderr, "ktune_profile: %s: no op '%s' with a harness in this binary; skipped\n", where.c_str(),
+                   call.op.c_str());
+      continue;
+    }
+    const std::vector<const ktune::Variant*> all = variants_for(call.op, call.dtype, dev->arch);
+    std::vector<const ktune::Variant*> chosen;
+    for (const std::string& want : call.variants) {
+      const auto it = std::find_if(all.begin(), all.end(), [&](const ktune::Variant* v) { return v->id == want; });
+      if (it == all.end())
+        std::fprintf(stderr, "ktune_profile: %s: variant %s is not compiled for sm_%d in this binary; skipped\n",
+                     where.c_str(), want.c_str(), dev->arch);
+      else
+        chosen.push_back(*it);
+    }
+    if (chosen.empty()) continue;
+    if (const ktune::Status s = run.profile_shape(call.op, *ph, call.dtype, call.shape, chosen); !s.ok())
+      return fail(where.c_str(), s);
+  }
+
+  for (ktune::DType dtype : cli.plan.empty() ? cli.dtypes : std::vector<ktune::DType>{}) {
     const std::vector<const ktune::Variant*> all = variants_for(cli.op, dtype, dev->arch);
     std::vector<const ktune::Variant*> chosen;
     for (const std::string& want : cli.variants)
@@ -335,13 +412,15 @@ int main(int argc, char** argv) {
       continue;
     }
     for (const ktune::Shape& shape : shapes)
-      if (const ktune::Status s = run.profile_shape(*h, dtype, shape, chosen); !s.ok()) return fail(shape.key().c_str(), s);
+      if (const ktune::Status s = run.profile_shape(cli.op, *h, dtype, shape, chosen); !s.ok())
+        return fail(shape.key().c_str(), s);
   }
 
   if (!cli.json.empty()) {
     nlohmann::ordered_json doc;
     doc["tool"] = "ktune_profile";
     doc["device"] = dev->name;
+    if (!cli.plan.empty()) doc["gpu_slug"] = plan_slug;
     doc["copy_ceiling_gbps"] = run.ceiling_gbps;
     doc["empty_kernel_us"] = run.empty_us;
     doc["profiles"] = run.out;
