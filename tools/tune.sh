@@ -59,7 +59,10 @@ say() { echo "tune: $*" >&2; }
 need() { [[ -x "$1" ]] || { say "$1 is missing: run 'tools/tune.sh build' first (or make build)"; exit 1; }; }
 
 step_build() {
-  "$root/tools/build-variants.sh" --build-dir "$build"
+  local targets=()
+  # KTUNE_PROFILE=1: the profiler too; it links the same variant shards the benchmark does.
+  [[ "${KTUNE_PROFILE:-0}" == 1 ]] && targets=(--target ktune_bench --target ktune_cli --target ktune_profile_tool)
+  "$root/tools/build-variants.sh" --build-dir "$build" "${targets[@]}"
 }
 
 step_run() {
