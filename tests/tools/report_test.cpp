@@ -2,12 +2,15 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
 #include "ktune/commands.hpp"
 #include "ktune/io.hpp"
+#include "ktune/raw.hpp"
 #include "ktune/report.hpp"
 
 namespace {
@@ -76,6 +79,124 @@ TEST_F(ToyReports, ReportsAreDeterministicAndCheckDetectsEdits) {
   EXPECT_EQ(run_ktune({"report", "--results", dir_ + "/reports", "--check"}), exit_ok);
   write_atomic(dir_ + "/reports/nvidia-h200/index.md", "stale\n");
   EXPECT_EQ(run_ktune({"report", "--results", dir_ + "/reports", "--check"}), exit_failure);
+}
+
+// ---- the same-size copy and issue 3's targets ------------------------------------------------------
+// Fixture values (tests/tools/data/make_fixtures.py): fp32 winners and their retest times per shape
+//   tokens=1,d=1024 A 2.01 | 16,1024 D 2.49 | 128,1024 D 5.01 | 1,4096 D 3.06 | 16,4096 F 5.01 | 128,4096 F 24.1
+// and the sweep's same-size copy = 0.85 x the fastest sweep time: 1.7, 2.125, 4.25, 2.55, 4.25, 20.4 us.
+// Empty kernel 1.9 us. Every fixture shape moves < 4.2 MB, so the >= 64 MB tests enlarge `bytes` in memory.
+
+Selection toy_selection() {
+  const std::string data = KTUNE_TOOL_TEST_DATA;
+  std::vector<RawFile> files = {load_raw(data + "/raw/sweep.json"), load_raw(data + "/raw/retest.json")};
+  std::vector<std::string> warnings;
+  auto sels = build_selections(files, data + "/kernels", warnings);
+  EXPECT_EQ(sels.size(), 1u);
+  return sels.at(0);
+}
+
+ShapeResult& shape_of(Selection& s, const std::string& dtype, const std::string& key) {
+  for (DTypeResult& d : s.dtypes)
+    if (d.dtype == dtype)
+      for (ShapeResult& sh : d.shapes)
+        if (sh.key == key) return sh;
+  throw std::runtime_error("no shape " + dtype + " " + key);
+}
+
+void drop_copies(Selection& s) {
+  for (DTypeResult& d : s.dtypes)
+    for (ShapeResult& sh : d.shapes) sh.copy_same_size_us.reset();
+}
+
+TEST(ToolReport, PercentOfSameSizeCopyIsCopyTimeOverBestTime) {
+  Selection s = toy_selection();
+  const ShapeResult& a = shape_of(s, "fp32", "tokens=1,d=1024");
+  ASSERT_EQ(a.winner, "tpb_64.vb_4.pdl_0");
+  ASSERT_TRUE(best_time_us(a).has_value());
+  EXPECT_DOUBLE_EQ(*best_time_us(a), 2.01);  // the retest time: the band came from the retest
+  ASSERT_TRUE(pct_of_same_size_copy(a).has_value());
+  EXPECT_NEAR(*pct_of_same_size_copy(a), 100 * 1.7 / 2.01, 1e-9);
+  EXPECT_NEAR(*pct_of_same_size_copy(shape_of(s, "fp32", "tokens=1,d=4096")), 100 * 2.55 / 3.06, 1e-9);
+  shape_of(s, "fp32", "tokens=1,d=1024").copy_same_size_us.reset();
+  EXPECT_FALSE(pct_of_same_size_copy(shape_of(s, "fp32", "tokens=1,d=1024")).has_value());
+}
+
+TEST(ToolReport, ShapeTablesShowPercentOfSameSizeCopyNextToPercentOfCopy) {
+  Selection s = toy_selection();
+  const LoadedResults with{"nvidia-h200/toyop.json", "0x0", s};
+  const std::string md = op_markdown(with);
+  EXPECT_NE(md.find("| % of copy | % of same-size copy | general (us) |"), std::string::npos);
+  // fp32 tokens=1,d=1024: pct_copy = 100 * (8192 B / 2.01 us) / 3000 GB/s = 0.136%; same-size 100 * 1.7 / 2.01 = 84.6%.
+  EXPECT_NE(md.find("| tokens=1,d=1024 | 0.0 | 3.02 | 2.01 | 1.50x | 0.136% | 84.6% | "), std::string::npos) << md;
+  // tokens=1,d=4096: pct_copy 100 * (32768 B / 3.06 us) / 3000 GB/s = 0.357%; same-size 100 * 2.55 / 3.06 = 83.3%.
+  EXPECT_NE(md.find("| 0.357% | 83.3% | "), std::string::npos) << md;
+  const std::string html = op_html(with);
+  EXPECT_NE(html.find("<th>% of copy</th><th>% of same-size copy</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td>0.136%</td><td>84.6%</td>"), std::string::npos);
+  // The % of copy plot carries a same-size series per dtype, with its legend entry.
+  EXPECT_NE(html.find(">fp32 same-size</text>"), std::string::npos);
+  EXPECT_NE(html.find(">bf16 same-size</text>"), std::string::npos);
+  EXPECT_NE(html.find("<title>fp32 same-size tokens=1,d=1024: 84.6</title>"), std::string::npos);
+  EXPECT_EQ(count(html, "<svg"), op_page_plots);
+
+  // Results without copies (older files): the column is blank and the plot keeps one series per dtype.
+  drop_copies(s);
+  const LoadedResults without{"nvidia-h200/toyop.json", "0x0", s};
+  const std::string md0 = op_markdown(without);
+  EXPECT_NE(md0.find("| 0.136% | – | "), std::string::npos) << md0;
+  EXPECT_EQ(md0.find("84.6%"), std::string::npos);
+  const std::string html0 = op_html(without);
+  EXPECT_NE(html0.find("<td>0.136%</td><td>–</td>"), std::string::npos);
+  EXPECT_EQ(html0.find("same-size</text>"), std::string::npos);
+  EXPECT_EQ(count(html0, "<svg"), op_page_plots);
+}
+
+TEST(ToolReport, SummaryOfSmallShapesAgainstEmptyKernelAndSameSizeCopy) {
+  const Selection s = toy_selection();
+  const DTypeSummary f = summarise(s, s.dtypes.at(0));
+  // tokens <= 16: best / empty = 2.01, 2.49, 3.06, 5.01 over 1.9 -> 5.01 / 1.9;
+  // best / copy = 2.01/1.7 = 1.182, 2.49/2.125 = 1.172, 3.06/2.55 = 1.2, 5.01/4.25 = 1.179 -> 1.2.
+  ASSERT_TRUE(f.max_over_empty_small && f.max_over_same_size_small);
+  EXPECT_NEAR(*f.max_over_empty_small, 5.01 / 1.9, 1e-9);
+  EXPECT_NEAR(*f.max_over_same_size_small, 1.2, 1e-9);
+  EXPECT_FALSE(f.min_pct_copy_large.has_value());  // no fixture shape moves 64 MB
+  EXPECT_FALSE(f.min_pct_same_size_large.has_value());
+  EXPECT_EQ(f.shapes, 6u);
+
+  Selection bare = s;
+  drop_copies(bare);
+  bare.references.erase("empty_kernel");
+  const DTypeSummary b = summarise(bare, bare.dtypes.at(0));
+  EXPECT_FALSE(b.max_over_empty_small.has_value());
+  EXPECT_FALSE(b.max_over_same_size_small.has_value());
+}
+
+TEST(ToolReport, SummaryOfLargeShapesAgainstCopyCeilingAndSameSizeCopy) {
+  Selection s = toy_selection();
+  shape_of(s, "fp32", "tokens=128,d=1024").bytes = large_shape_bytes;
+  shape_of(s, "fp32", "tokens=128,d=4096").bytes = large_shape_bytes + 1;
+  shape_of(s, "fp32", "tokens=16,d=4096").bytes = large_shape_bytes - 1;  // just under: left out
+  const DTypeSummary f = summarise(s, s.dtypes.at(0));
+  // pct_copy (from the real bytes): 1048576 B / 5.01 us = 209.3 GB/s -> 6.977%; 4194304 B / 24.1 us -> 5.801%
+  // (tokens=16,d=4096 would give 3.49%). Same-size: 4.25 / 5.01 = 84.83%, 20.4 / 24.1 = 84.65%.
+  ASSERT_TRUE(f.min_pct_copy_large && f.min_pct_same_size_large);
+  EXPECT_NEAR(*f.min_pct_copy_large, 100 * (4194304 / 24.1e-6 / 1e9) / 3000, 1e-6);
+  EXPECT_NEAR(*f.min_pct_same_size_large, 100 * 20.4 / 24.1, 1e-9);
+
+  const LoadedResults r{"nvidia-h200/toyop.json", "0x0", s};
+  const std::string md = index_markdown("nvidia-h200", {&r});
+  EXPECT_NE(md.find("| [toyop](toyop.md) | fp32 | 6 | "), std::string::npos) << md;
+  EXPECT_NE(md.find(" | 5.80% | 84.6% | 2.64x | 1.20x | `tpb_256.vb_16.pdl_1` | 2 |"), std::string::npos) << md;
+  const std::string html = index_html("nvidia-h200", {&r});
+  EXPECT_NE(html.find("<td>5.80%</td><td>84.6%</td><td>2.64x</td><td>1.20x</td>"), std::string::npos) << html;
+
+  // Without copies and an empty kernel the new columns are blank, the ceiling column stays.
+  drop_copies(s);
+  s.references.erase("empty_kernel");
+  const LoadedResults bare{"nvidia-h200/toyop.json", "0x0", s};
+  EXPECT_NE(index_markdown("nvidia-h200", {&bare}).find(" | 5.80% | – | – | – | `"), std::string::npos);
+  EXPECT_NE(index_html("nvidia-h200", {&bare}).find("<td>5.80%</td><td>–</td><td>–</td><td>–</td>"), std::string::npos);
 }
 
 }  // namespace

@@ -22,6 +22,13 @@ const char* dtype_color(const std::string& d) {
   return "#59a14f";
 }
 
+/// The lighter shade of a dtype's colour, for its second series in a plot.
+const char* dtype_light_color(const std::string& d) {
+  if (d == "fp32") return "#a0cbe8";
+  if (d == "fp16") return "#ffbe7d";
+  return "#8cd17d";
+}
+
 std::string html_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -109,7 +116,9 @@ std::string svg_bars(const std::string& title, const std::string& y_label, const
                      const std::string& x_label) {
   const int left = 64, right = 16, top = 48, bottom = 92;
   const int group_w = std::max(18, 6 + 8 * static_cast<int>(series.size()));
-  const int plot_w = std::max(320, group_w * static_cast<int>(categories.size()));
+  int legend_w = 0;  // must match the legend loop at the end
+  for (const Series& s : series) legend_w += 24 + 7 * static_cast<int>(s.name.size());
+  const int plot_w = std::max({320, group_w * static_cast<int>(categories.size()), legend_w});
   const int plot_h = 240;
   const int width = left + plot_w + right, height = top + plot_h + bottom;
   double vmax = 0;
@@ -246,7 +255,7 @@ std::string svg_theta(const Selection& sel, const std::vector<const ShapeResult*
 
 struct Row {
   std::string dtype, shape, winner, reason, band, band_source, reproduce;
-  std::optional<double> s_us, best_us, speedup, pct_copy, general_us;
+  std::optional<double> s_us, best_us, speedup, pct_copy, pct_same_size, general_us;
   std::int64_t bytes = 0;
 };
 
@@ -265,8 +274,9 @@ std::vector<Row> rows_of(const Selection& sel) {
       if (const VariantResult* o = sh.find("original"); o && o->verdict == Verdict::ok)
         r.s_us = o->retest ? o->retest->median_us : (o->sweep ? std::optional<double>(o->sweep->median_us) : std::nullopt);
       const Measure* m = best_measure(sh, sh.winner);
-      if (m) r.best_us = m->median_us;
+      r.best_us = best_time_us(sh);
       r.pct_copy = counter(m, "pct_copy");
+      r.pct_same_size = pct_of_same_size_copy(sh);
       if (auto p = pair_times(sh, "original", sh.winner)) r.speedup = p->first / p->second;
       if (!d.general.id.empty())
         if (const VariantResult* g = sh.find(d.general.id); g && g->verdict == Verdict::ok)
@@ -357,13 +367,13 @@ std::string op_markdown(const LoadedResults& r) {
     else
       o += fmt::format("General configuration: `{}` (geometric mean {} us over {} shapes).\n\n", d.general.id,
                        sig3(d.general.geomean_us), d.general.shapes);
-    o += "| shape | MB | S (us) | best (us) | speedup over S | % of copy | general (us) | winner | noise band | why | reproduce |\n";
-    o += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | --- |\n";
+    o += "| shape | MB | S (us) | best (us) | speedup over S | % of copy | % of same-size copy | general (us) | winner | noise band | why | reproduce |\n";
+    o += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | --- |\n";
     for (const Row& row : rows) {
       if (row.dtype != d.dtype) continue;
-      o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | `{}` | {} ({}) | {} | `{}` |\n", row.shape,
+      o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | `{}` | {} ({}) | {} | `{}` |\n", row.shape,
                        fixed(row.bytes / 1e6, 1), opt(row.s_us), opt(row.best_us), opt_x(row.speedup), opt(row.pct_copy, true),
-                       opt(row.general_us), row.winner, row.band, row.band_source, md_escape(row.reason), row.reproduce);
+                       opt(row.pct_same_size, true), opt(row.general_us), row.winner, row.band, row.band_source, md_escape(row.reason), row.reproduce);
     }
     o += "\n";
   }
@@ -412,23 +422,32 @@ std::string op_html(const LoadedResults& r) {
   std::vector<std::string> cats;
   for (const ShapeResult* sh : axis) cats.push_back(sh->key);
   std::vector<Series> speedup, pct, general;
+  const bool any_same_size = std::any_of(s.dtypes.begin(), s.dtypes.end(), [](const DTypeResult& d) {
+                               return std::any_of(d.shapes.begin(), d.shapes.end(),
+                                                  [](const ShapeResult& sh) { return pct_of_same_size_copy(sh).has_value(); });
+                             });
   for (const DTypeResult& d : s.dtypes) {
     Series a{d.dtype, dtype_color(d.dtype), {}}, b = a, g = a;
+    Series same{d.dtype + " same-size", dtype_light_color(d.dtype), {}};
+    if (any_same_size) b.name = d.dtype + " ceiling";
     for (const ShapeResult* key : axis) {
       const ShapeResult* sh = shape_in(d, key->key);
-      std::optional<double> sp, pc, gr;
+      std::optional<double> sp, pc, ps, gr;
       if (sh && !sh->winner.empty()) {
         if (auto p = pair_times(*sh, "original", sh->winner)) sp = p->first / p->second;
         pc = counter(best_measure(*sh, sh->winner), "pct_copy");
+        ps = pct_of_same_size_copy(*sh);
         if (!d.general.id.empty())
           if (auto p = pair_times(*sh, d.general.id, sh->winner)) gr = p->first / p->second;
       }
       a.values.push_back(sp);
       b.values.push_back(pc);
+      same.values.push_back(ps);
       g.values.push_back(gr);
     }
     speedup.push_back(std::move(a));
     pct.push_back(std::move(b));
+    if (any_same_size) pct.push_back(std::move(same));
     general.push_back(std::move(g));
   }
   const std::string x_label = fmt::format("shape ({})", s.tokens_dim + ", " + s.width_dim);
@@ -443,7 +462,10 @@ std::string op_html(const LoadedResults& r) {
                       html_escape(env(s, "copy_kernel_gbps")), html_escape(env(s, "empty_kernel_us")), html_escape(s.space_hash));
   body += "<h2>Plots</h2>\n";
   body += svg_bars("Speedup of the chosen variant over S", "S time / chosen time", cats, speedup, {{1.0, "S"}}, x_label);
-  body += svg_bars("Chosen variant: % of the copy ceiling", "% of copy ceiling", cats, pct, {{95.0, "95%"}, {100.0, ""}}, x_label);
+  // Without same-size copies in the results the plot keeps one series per dtype, named by the dtype.
+  body += svg_bars(any_same_size ? "Chosen variant: % of the copy ceiling and % of the same-size copy"
+                                 : "Chosen variant: % of the copy ceiling",
+                   any_same_size ? "% of copy (ceiling, same-size)" : "% of copy ceiling", cats, pct, {{95.0, "95%"}, {100.0, ""}}, x_label);
   body += svg_bars("General configuration vs per-shape best", "general time / best time", cats, general, {{1.0, "best"}}, x_label);
   body += svg_theta(s, axis);
 
@@ -455,15 +477,16 @@ std::string op_html(const LoadedResults& r) {
       body += fmt::format("<p>General configuration: <code>{}</code> (geometric mean {} us over {} shapes).</p>\n",
                           html_escape(d.general.id), sig3(d.general.geomean_us), d.general.shapes);
     body += "<table>\n<tr><th class=\"l\">shape</th><th>MB</th><th>S (us)</th><th>best (us)</th><th>speedup over S</th>"
-            "<th>% of copy</th><th>general (us)</th><th class=\"l\">winner</th><th>noise band</th><th class=\"l\">why</th>"
+            "<th>% of copy</th><th>% of same-size copy</th><th>general (us)</th><th class=\"l\">winner</th><th>noise band</th><th class=\"l\">why</th>"
             "<th class=\"l\">reproduce</th></tr>\n";
     for (const Row& row : rows) {
       if (row.dtype != d.dtype) continue;
-      body += fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+      body += fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                           "<td class=\"l\"><code>{}</code></td><td>{} ({})</td><td class=\"l\">{}</td>"
                           "<td class=\"l\"><code>{}</code></td></tr>\n",
                           html_escape(row.shape), fixed(row.bytes / 1e6, 1), opt(row.s_us), opt(row.best_us),
-                          opt_x(row.speedup), opt(row.pct_copy, true), opt(row.general_us), html_escape(row.winner),
+                          opt_x(row.speedup), opt(row.pct_copy, true), opt(row.pct_same_size, true), opt(row.general_us),
+                          html_escape(row.winner),
                           row.band, row.band_source, html_escape(row.reason), html_escape(row.reproduce));
     }
     body += "</table>\n";
@@ -494,14 +517,29 @@ std::string op_html(const LoadedResults& r) {
 
 // ---- index ----------------------------------------------------------------------------------------
 
-namespace {
-struct Summary {
-  std::optional<double> geomean_speedup, min_pct_large;
-  std::size_t shapes = 0, excluded = 0;
-  std::string general;
-};
-Summary summarise(const DTypeResult& d) {
-  Summary s;
+std::optional<double> best_time_us(const ShapeResult& s) {
+  const Measure* m = best_measure(s, s.winner);
+  return m ? std::optional<double>(m->median_us) : std::nullopt;
+}
+
+std::optional<double> pct_of_same_size_copy(const ShapeResult& s) {
+  const auto best = best_time_us(s);
+  if (!s.copy_same_size_us || !best || !(*best > 0) || !std::isfinite(*s.copy_same_size_us)) return std::nullopt;
+  return 100 * *s.copy_same_size_us / *best;
+}
+
+DTypeSummary summarise(const Selection& sel, const DTypeResult& d) {
+  const auto lowest = [](std::optional<double>& acc, std::optional<double> v) {
+    if (v) acc = acc ? std::min(*acc, *v) : *v;
+  };
+  const auto largest = [](std::optional<double>& acc, std::optional<double> v) {
+    if (v) acc = acc ? std::max(*acc, *v) : *v;
+  };
+  std::optional<double> empty_us;
+  if (auto it = sel.references.find("empty_kernel");
+      it != sel.references.end() && it->second.time_us > 0 && std::isfinite(it->second.time_us))
+    empty_us = it->second.time_us;
+  DTypeSummary s;
   double log_sum = 0;
   int n = 0;
   for (const ShapeResult& sh : d.shapes) {
@@ -510,28 +548,41 @@ Summary summarise(const DTypeResult& d) {
       log_sum += std::log(p->first / p->second);
       ++n;
     }
-    if (sh.bytes >= 64 * 1000 * 1000)
-      if (auto pc = counter(best_measure(sh, sh.winner), "pct_copy"))
-        s.min_pct_large = s.min_pct_large ? std::min(*s.min_pct_large, *pc) : *pc;
+    const auto best = best_time_us(sh);
+    if (sh.bytes >= large_shape_bytes) {
+      lowest(s.min_pct_copy_large, counter(best_measure(sh, sh.winner), "pct_copy"));
+      lowest(s.min_pct_same_size_large, pct_of_same_size_copy(sh));
+    }
+    if (sh.tokens <= small_shape_tokens && best) {
+      if (empty_us) largest(s.max_over_empty_small, *best / *empty_us);
+      if (sh.copy_same_size_us && *sh.copy_same_size_us > 0 && std::isfinite(*sh.copy_same_size_us))
+        largest(s.max_over_same_size_small, *best / *sh.copy_same_size_us);
+    }
   }
   if (n) s.geomean_speedup = std::exp(log_sum / n);
   s.excluded = d.excluded.size();
   s.general = d.general.id;
   return s;
 }
-}  // namespace
 
 std::string index_markdown(const std::string& slug, const std::vector<const LoadedResults*>& ops) {
   std::string o = fmt::format("# ktune reports: {}\n\n", slug);
   o += fmt::format("<!-- Generated by `ktune report` (ktune {}) from the results files of {}. Do not edit. -->\n\n",
                    KTUNE_TOOL_VERSION, slug);
-  o += "| op | dtype | shapes | geometric-mean speedup over S | lowest % of copy (shapes >= 64 MB) | general configuration | excluded variants |\n";
-  o += "| --- | --- | ---: | ---: | ---: | --- | ---: |\n";
+  o += "Shapes >= 64 MB should reach 95% of the copy ceiling and shapes with tokens <= 16 should stay within 1.5x "
+       "of an empty kernel (issue 3); the same-size copy, timed like the variants, is the floor at each size. "
+       "– where no shape qualifies or the results have no such time.\n\n";
+  o += "| op | dtype | shapes | geometric-mean speedup over S | lowest % of copy (shapes >= 64 MB) "
+       "| lowest % of same-size copy (shapes >= 64 MB) | largest best / empty kernel (tokens <= 16) "
+       "| largest best / same-size copy (tokens <= 16) | general configuration | excluded variants |\n";
+  o += "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n";
   for (const LoadedResults* r : ops)
     for (const DTypeResult& d : r->selection.dtypes) {
-      const Summary s = summarise(d);
-      o += fmt::format("| [{}]({}.md) | {} | {} | {} | {} | `{}` | {} |\n", r->selection.op, r->selection.op, d.dtype, s.shapes,
-                       opt_x(s.geomean_speedup), opt(s.min_pct_large, true), s.general.empty() ? "none" : s.general, s.excluded);
+      const DTypeSummary s = summarise(r->selection, d);
+      o += fmt::format("| [{}]({}.md) | {} | {} | {} | {} | {} | {} | {} | `{}` | {} |\n", r->selection.op, r->selection.op,
+                       d.dtype, s.shapes, opt_x(s.geomean_speedup), opt(s.min_pct_copy_large, true),
+                       opt(s.min_pct_same_size_large, true), opt_x(s.max_over_empty_small), opt_x(s.max_over_same_size_small),
+                       s.general.empty() ? "none" : s.general, s.excluded);
     }
   return o;
 }
@@ -541,25 +592,31 @@ std::string index_html(const std::string& slug, const std::vector<const LoadedRe
   std::vector<Series> series;
   for (const char* dt : dtype_order) series.push_back({dt, dtype_color(dt), {}});
   std::string table = "<table>\n<tr><th class=\"l\">op</th><th class=\"l\">dtype</th><th>shapes</th><th>geometric-mean speedup over S</th>"
-                      "<th>lowest % of copy (shapes &gt;= 64 MB)</th><th class=\"l\">general configuration</th><th>excluded variants</th></tr>\n";
+                      "<th>lowest % of copy (shapes &gt;= 64 MB)</th><th>lowest % of same-size copy (shapes &gt;= 64 MB)</th>"
+                      "<th>largest best / empty kernel (tokens &lt;= 16)</th><th>largest best / same-size copy (tokens &lt;= 16)</th>"
+                      "<th class=\"l\">general configuration</th><th>excluded variants</th></tr>\n";
   for (const LoadedResults* r : ops) {
     cats.push_back(r->selection.op);
     for (Series& se : series) {
       const DTypeResult* d = r->selection.find(se.name);
-      se.values.push_back(d ? summarise(*d).geomean_speedup : std::nullopt);
+      se.values.push_back(d ? summarise(r->selection, *d).geomean_speedup : std::nullopt);
     }
     for (const DTypeResult& d : r->selection.dtypes) {
-      const Summary s = summarise(d);
+      const DTypeSummary s = summarise(r->selection, d);
       table += fmt::format("<tr><td class=\"l\"><a href=\"{}.html\">{}</a></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                           "<td class=\"l\"><code>{}</code></td><td>{}</td></tr>\n",
+                           "<td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><code>{}</code></td><td>{}</td></tr>\n",
                            html_escape(r->selection.op), html_escape(r->selection.op), d.dtype, s.shapes,
-                           opt_x(s.geomean_speedup), opt(s.min_pct_large, true), html_escape(s.general.empty() ? "none" : s.general),
-                           s.excluded);
+                           opt_x(s.geomean_speedup), opt(s.min_pct_copy_large, true), opt(s.min_pct_same_size_large, true),
+                           opt_x(s.max_over_empty_small), opt_x(s.max_over_same_size_small),
+                           html_escape(s.general.empty() ? "none" : s.general), s.excluded);
     }
   }
   table += "</table>\n";
   std::string body = fmt::format("<h1>ktune reports: {}</h1>\n", html_escape(slug));
   body += svg_bars("Geometric-mean speedup over S per op", "speedup over S", cats, series, {{1.0, "S"}}, "op");
+  body += "<p>Shapes &gt;= 64 MB should reach 95% of the copy ceiling and shapes with tokens &lt;= 16 should stay within "
+          "1.5x of an empty kernel (issue 3); the same-size copy, timed like the variants, is the floor at each size. "
+          "– where no shape qualifies or the results have no such time.</p>\n";
   body += table;
   return page("ktune reports: " + slug, body,
               fmt::format("Generated by `ktune report` (ktune {}) from the results files of {}. Do not edit.", KTUNE_TOOL_VERSION, slug));
