@@ -345,14 +345,19 @@ TEST(FusedAddRmsnormApi, ZeroTokensAndBadInputsWriteNothing) {
   EXPECT_EQ(std::memcmp(r.res.data(), pb.res0.data(), r.res.size() * sizeof(__half)), 0) << "residual written";
 }
 
-TEST(FusedAddRmsnormApi, ChoiceBeforeTuningIsTheGeneralConfiguration) {
+// The choice names the tuned row for this device when the table has one, else the general configuration.
+TEST(FusedAddRmsnormApi, ChoiceNamesTheTunedRowOrTheGeneralConfiguration) {
   KTUNE_REQUIRE_GPU();
+  const ktune::DeviceInfo* dev = nullptr;
+  KTUNE_ASSERT_OK(ktune::current_device(dev));
   ktune::TunedChoice c;
   KTUNE_ASSERT_OK(op::choose(DType::bf16, 16, 4096, c));
-  EXPECT_EQ(c.variant, -1);
-  EXPECT_EQ(c.source, ktune::TunedSource::fallback);
+  const ktune::TunedChoice want = ktune::lookup(op::tuned::entries, dev->table_arch, dev->name, DType::bf16, 16, 4096);
+  EXPECT_EQ(c.variant, want.variant);
+  EXPECT_EQ(c.source, want.source);
   ASSERT_NE(c.id, nullptr);
-  EXPECT_EQ(std::string(c.id), op::Space::space.id(op::Space::default_point));
+  if (c.variant < 0) EXPECT_STREQ(c.id, op::tuned::general_id);
+  else EXPECT_TRUE(op::Space::space.parse(c.id).ok) << c.id;
   EXPECT_EQ(op::choose(static_cast<DType>(9), 16, 4096, c).code, ktune::StatusCode::unsupported);
   EXPECT_EQ(op::choose(DType::f16, -1, 4096, c).code, ktune::StatusCode::invalid_argument);
 }

@@ -505,15 +505,20 @@ TEST(MergeAttnStatesLseApi, RefusesBadInputAndWritesNothing) {
   api_refuses_bad_input<__nv_bfloat16>();
 }
 
-TEST(MergeAttnStatesLseApi, ChoiceNamesTheGeneralConfigurationBeforeTuning) {
+// The choice names the tuned row for this device when the table has one, else the general configuration.
+TEST(MergeAttnStatesLseApi, ChoiceNamesTheTunedRowOrTheGeneralConfiguration) {
   KTUNE_REQUIRE_GPU();
+  const ktune::DeviceInfo* dev = nullptr;
+  KTUNE_ASSERT_OK(ktune::current_device(dev));
   for (DType dt : ktune::all_dtypes) {
     ktune::TunedChoice c;
     KTUNE_ASSERT_OK(ktune::merge_attn_states_lse_choice(dt, 128, 32, c));
-    EXPECT_EQ(c.variant, -1);
-    EXPECT_EQ(c.source, ktune::TunedSource::fallback);
+    const ktune::TunedChoice want = ktune::lookup(op::tuned::entries, dev->table_arch, dev->name, dt, 128, 32);
+    EXPECT_EQ(c.variant, want.variant);
+    EXPECT_EQ(c.source, want.source);
     ASSERT_NE(c.id, nullptr);
-    EXPECT_STREQ(c.id, op::tuned::general_id);
+    if (c.variant < 0) EXPECT_STREQ(c.id, op::tuned::general_id);
+    else EXPECT_TRUE(op::Space::space.parse(c.id).ok) << c.id;
   }
   ktune::TunedChoice c;
   EXPECT_EQ(ktune::merge_attn_states_lse_choice(static_cast<DType>(9), 1, 32, c).code, ktune::StatusCode::unsupported);
