@@ -158,6 +158,8 @@ step_attach() {
   fi
   [[ -f "reports/$slug/raw/profile.json" ]] || { say "no profile in $raw or reports/$slug/raw (run 'tools/tune.sh profile')"; exit 1; }
   "$ktune" profile-attach --profile "reports/$slug/raw/profile.json" --gpu "$slug"
+  # The tables' banners name their results files by content hash, so they follow the new section too.
+  "$ktune" tables
   "$ktune" report
 }
 
