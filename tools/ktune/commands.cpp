@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -32,6 +37,8 @@ constexpr const char* main_help =
     "  select         Google Benchmark JSON -> retest candidates (--topk) or reports/<gpu>/<op>.json + .t4.json\n"
     "  tables         reports/*/<op>.json -> kernels/<op>/tuned.cuh (--check: fail if out of date)\n"
     "  report         reports/*/<op>.json -> reports/<gpu>/<op>.{md,html} and index.{md,html} (--check)\n"
+    "  profile <op>   CUPTI metrics and findings of one op's variants on this GPU (runs ktune_profile:\n"
+    "                 ktune profile <op> [--variant ID|original|all] [--shape DIM=V,...] [--dtype T] [--json F])\n"
     "  profile-plan   reports/<gpu>/<op>.json -> the calls `ktune_profile --plan` profiles (S and the winners)\n"
     "  profile-attach ktune_profile's JSON -> the \"profile\" section of reports/<gpu>/<op>.json\n"
     "\n"
@@ -392,6 +399,29 @@ int cmd_report(const std::vector<std::string>& argv) {
   return stale ? exit_failure : exit_ok;
 }
 
+// ---- profile: the CUPTI profiler is its own executable (it links every compiled variant and CUPTI,
+// which this host-only tool does not); `ktune profile <op> ...` runs it in this process's place.
+[[noreturn]] void cmd_profile(const std::vector<std::string>& args) {
+  if (args.empty() || args[0].rfind("-", 0) == 0)
+    throw usage_error("profile needs the op first: ktune profile <op> [ktune_profile options] (ktune_profile --help)");
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  std::filesystem::path profiler;
+  for (const std::filesystem::path& p : {self / "ktune_profile", self / "profile" / "ktune_profile"})
+    if (std::filesystem::exists(p)) profiler = p;
+  if (profiler.empty())
+    throw ToolError("ktune_profile was not found beside ktune (" + self.string() +
+                    "): build the target ktune_profile_tool", exit_failure);
+  std::vector<std::string> argv_s = {profiler.string(), "--op", args[0]};
+  argv_s.insert(argv_s.end(), args.begin() + 1, args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  ::execv(profiler.c_str(), argv.data());
+  throw ToolError("could not run " + profiler.string() + ": " + std::strerror(errno), exit_failure);
+}
+
 // ---- dispatch -------------------------------------------------------------------------------------
 
 int run_ktune(const std::vector<std::string>& args) {
@@ -409,6 +439,7 @@ int run_ktune(const std::vector<std::string>& args) {
     if (args[0] == "select") return cmd_select(rest);
     if (args[0] == "tables") return cmd_tables(rest);
     if (args[0] == "report") return cmd_report(rest);
+    if (args[0] == "profile") cmd_profile(rest);
     if (args[0] == "profile-plan") return cmd_profile_plan(rest);
     if (args[0] == "profile-attach") return cmd_profile_attach(rest);
     throw usage_error("unknown command '" + args[0] + "'");
