@@ -4,6 +4,9 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdlib>
+#include <random>
 #include <string>
 
 #include <ktune/status.hpp>
@@ -22,6 +25,17 @@ inline const std::string& gpu_unavailable_reason() {
     return std::string();
   }();
   return reason;
+}
+
+/// A fresh seed per process unless KTUNE_TEST_SEED fixes one ("fresh random inputs"); tests print it
+/// with every failure so a failing draw can be replayed.
+inline std::uint64_t test_seed() {
+  static const std::uint64_t seed = [] {
+    if (const char* s = std::getenv("KTUNE_TEST_SEED")) return static_cast<std::uint64_t>(std::strtoull(s, nullptr, 0));
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  }();
+  return seed;
 }
 
 inline ::testing::AssertionResult ok(const Status& s) {

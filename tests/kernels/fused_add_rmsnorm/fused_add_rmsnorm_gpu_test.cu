@@ -40,13 +40,7 @@ using ktune::DType;
 
 constexpr std::int64_t guard = 40;  // poisoned elements after each tensor (more than a 16-byte vector)
 
-std::uint64_t test_seed() {
-  static const std::uint64_t seed = [] {
-    if (const char* s = std::getenv("KTUNE_TEST_SEED")) return static_cast<std::uint64_t>(std::strtoull(s, nullptr, 10));
-    return (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  }();
-  return seed;
-}
+using ktune::test::test_seed;
 
 enum class Kind { random, nan_row, large };
 

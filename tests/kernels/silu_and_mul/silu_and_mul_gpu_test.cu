@@ -42,15 +42,7 @@ using ktune::DType;
 
 constexpr const char* op_name = "silu_and_mul";
 
-/// A fresh seed per process unless KTUNE_TEST_SEED fixes one; printed with every failure.
-std::uint64_t test_seed() {
-  static const std::uint64_t seed = [] {
-    if (const char* s = std::getenv("KTUNE_TEST_SEED")) return static_cast<std::uint64_t>(std::strtoull(s, nullptr, 0));
-    std::random_device rd;
-    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  }();
-  return seed;
-}
+using ktune::test::test_seed;
 
 struct Case {
   const char* name;
