@@ -244,7 +244,9 @@ join_rows() { local IFS=$'\n'; local out="${*}"; printf '%s' "${out//$'\n'/,$'\n
   echo "{"
   echo "  \"tool\": \"tools/build-variants.sh\","
   echo "  \"status\": \"$result\","
-  echo "  \"build_dir\": $(json_str "$(cd "$build_dir" && pwd)"),"
+  # Relative to the source tree when inside it: the record lands in committed reports, which must not
+  # name this machine's paths.
+  echo "  \"build_dir\": $(json_str "$(realpath --relative-base="$source_dir" "$build_dir")"),"
   echo "  \"targets\": $(json_list "${targets[@]}"),"
   echo "  \"jobs\": $jobs,"
   echo "  \"rounds\": $round,"
