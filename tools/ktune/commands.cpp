@@ -34,6 +34,8 @@ constexpr const char* main_help =
     "\n"
     "commands:\n"
     "  list [op]      a kernel's space per dtype and architecture: total, feasible, pruned per rule\n"
+    "  gen            the generated translation units: every op's feasible variants in shards (as the build does)\n"
+    "  run            the benchmark sweep on this GPU (runs ktune_bench; tools/tune.sh run adds the retest)\n"
     "  select         Google Benchmark JSON -> retest candidates (--topk) or reports/<gpu>/<op>.json + .t4.json\n"
     "  tables         reports/*/<op>.json -> kernels/<op>/tuned.cuh (--check: fail if out of date)\n"
     "  report         reports/*/<op>.json -> reports/<gpu>/<op>.{md,html} and index.{md,html} (--check)\n"
@@ -399,27 +401,113 @@ int cmd_report(const std::vector<std::string>& argv) {
   return stale ? exit_failure : exit_ok;
 }
 
-// ---- profile: the CUPTI profiler is its own executable (it links every compiled variant and CUPTI,
-// which this host-only tool does not); `ktune profile <op> ...` runs it in this process's place.
+// ---- executables of their own: the benchmark and the profiler link every compiled variant (and
+// CUPTI), which this host-only tool does not; `ktune run` / `ktune profile` run them in its place.
+std::filesystem::path find_sibling(const std::string& name, const std::string& build_subdir) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  for (const std::filesystem::path& p : {self / name, self / build_subdir / name, self.parent_path() / build_subdir / name})
+    if (std::filesystem::exists(p)) return p;
+  throw ToolError(name + " was not found beside ktune (" + self.string() + ") or in its build folder", exit_failure);
+}
+
+[[noreturn]] void exec_tool(const std::filesystem::path& tool, std::vector<std::string> args) {
+  args.insert(args.begin(), tool.string());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  ::execv(tool.c_str(), argv.data());
+  throw ToolError("could not run " + tool.string() + ": " + std::strerror(errno), exit_failure);
+}
+
 [[noreturn]] void cmd_profile(const std::vector<std::string>& args) {
   if (args.empty() || args[0].rfind("-", 0) == 0)
     throw usage_error("profile needs the op first: ktune profile <op> [ktune_profile options] (ktune_profile --help)");
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
-  std::filesystem::path profiler;
-  for (const std::filesystem::path& p : {self / "ktune_profile", self / "profile" / "ktune_profile"})
-    if (std::filesystem::exists(p)) profiler = p;
-  if (profiler.empty())
-    throw ToolError("ktune_profile was not found beside ktune (" + self.string() +
-                    "): build the target ktune_profile_tool", exit_failure);
-  std::vector<std::string> argv_s = {profiler.string(), "--op", args[0]};
-  argv_s.insert(argv_s.end(), args.begin() + 1, args.end());
-  std::vector<char*> argv;
-  for (std::string& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  ::execv(profiler.c_str(), argv.data());
-  throw ToolError("could not run " + profiler.string() + ": " + std::strerror(errno), exit_failure);
+  std::vector<std::string> forwarded = {"--op", args[0]};
+  forwarded.insert(forwarded.end(), args.begin() + 1, args.end());
+  exec_tool(find_sibling("ktune_profile", "profile"), forwarded);
+}
+
+[[noreturn]] void cmd_run(const std::vector<std::string>& args) { exec_tool(find_sibling("ktune_bench", "bench"), args); }
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t from = 0;
+  for (std::size_t at; (at = s.find(sep, from)) != std::string::npos; from = at + 1) out.push_back(s.substr(from, at - from));
+  out.push_back(s.substr(from));
+  return out;
+}
+
+/// CMake's configure_file(@ONLY) on a template: @NAME@ replaced by its value, nothing else touched.
+std::string substitute(std::string text, const std::map<std::string, std::string>& values) {
+  for (const auto& [name, value] : values) {
+    const std::string key = "@" + name + "@";
+    for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
+      text.replace(at, key.size(), value);
+  }
+  return text;
+}
+
+int cmd_gen(const std::vector<std::string>& argv) {
+  if (wants_help(argv)) {
+    fmt::print(
+        "usage: ktune gen --out DIR [--archs 90,...] [--shards N] [--templates DIR] [op...]\n"
+        "\n"
+        "Writes the generated translation units the build compiles (cmake/KtuneVariants.cmake makes the same\n"
+        "files in <build>/generated/): per op and architecture, N shard units from bench/shard.cu.in (shard k\n"
+        "instantiates feasible points k, k+N, ... for fp32, fp16 and bf16) and one unit for the original kernel\n"
+        "from bench/original.cu.in, as DIR/<op>/sm<arch>_shard<k>.cu and DIR/<op>/sm<arch>_original.cu.\n"
+        "Deterministic; prints how many variants each shard holds per dtype.\n");
+    return exit_ok;
+  }
+  const Args a(argv, {}, {"out", "archs", "shards", "templates"});
+  if (!a.has("out")) throw usage_error("ktune gen needs --out DIR");
+  const std::string out = a.get("out", "");
+  const std::string templates = a.get("templates", "bench");
+  const int shards = parse_int(a.get("shards", "8"), "--shards");
+  if (shards < 1) throw usage_error("--shards must be at least 1");
+  std::vector<int> archs;
+  for (const std::string& s : split(a.get("archs", "90"), ',')) {
+    const int arch = parse_int(s, "--archs");
+    if (!arch_limits(arch).known()) throw usage_error("--archs: sm_" + s + " has no row in ktune/arch.hpp");
+    archs.push_back(arch);
+  }
+  const std::string shard_in = read_file(join_path(templates, "shard.cu.in"));
+  const std::string original_in = read_file(join_path(templates, "original.cu.in"));
+  std::set<std::string> only(a.positional().begin(), a.positional().end());
+  int written = 0;
+  for (const SpaceInfo& sp : known_spaces()) {
+    if (!only.empty() && !only.count(sp.op)) continue;
+    only.erase(sp.op);
+    const std::map<std::string, std::string> op_values = {
+        {"KTUNE_OP", sp.op}, {"KTUNE_FAMILY", "ktune::ops::" + sp.op + "::Family"},
+        {"KTUNE_FAMILY_HEADER", "kernels/" + sp.op + "/family.cuh"}, {"KTUNE_SHARDS", std::to_string(shards)}};
+    for (int arch : archs) {
+      auto values = op_values;
+      values["KTUNE_ARCH"] = std::to_string(arch);
+      const std::string dir = join_path(out, sp.op);
+      const std::string prefix = join_path(dir, "sm" + std::to_string(arch) + "_");
+      std::filesystem::create_directories(dir);
+      write_atomic(prefix + "original.cu", substitute(original_in, values));
+      ++written;
+      std::string counts;
+      for (DType t : all_dtypes) {
+        const std::size_t feasible = sp.describe(arch_limits(arch), size_of(t)).feasible;
+        counts += fmt::format(" {} {} ({}-{} per shard)", name(t), feasible, feasible / shards,
+                              (feasible + shards - 1) / shards);
+      }
+      for (int k = 0; k < shards; ++k) {
+        values["KTUNE_SHARD"] = std::to_string(k);
+        write_atomic(prefix + "shard" + std::to_string(k) + ".cu", substitute(shard_in, values));
+        ++written;
+      }
+      fmt::print("{} sm_{}: {} shards + original;{}\n", sp.op, arch, shards, counts);
+    }
+  }
+  if (!only.empty()) throw usage_error("unknown op '" + *only.begin() + "' (ktune list shows the known ones)");
+  fmt::print("ktune gen: {} units in {}\n", written, out);
+  return exit_ok;
 }
 
 // ---- dispatch -------------------------------------------------------------------------------------
@@ -439,6 +527,8 @@ int run_ktune(const std::vector<std::string>& args) {
     if (args[0] == "select") return cmd_select(rest);
     if (args[0] == "tables") return cmd_tables(rest);
     if (args[0] == "report") return cmd_report(rest);
+    if (args[0] == "gen") return cmd_gen(rest);
+    if (args[0] == "run") cmd_run(rest);
     if (args[0] == "profile") cmd_profile(rest);
     if (args[0] == "profile-plan") return cmd_profile_plan(rest);
     if (args[0] == "profile-attach") return cmd_profile_attach(rest);
