@@ -27,7 +27,7 @@
 #include "options.hpp"
 #include "plan.hpp"
 #include "retest.hpp"
-#include "spec_reader.hpp"
+#include <ktune/spec.hpp>
 #include "sweep.hpp"
 
 namespace ktune::bench {
@@ -131,7 +131,7 @@ struct Tally {
 };
 
 /// Interleaved re-test of the candidates; results in candidate order.
-std::vector<BenchResult> run_retest(const std::vector<Candidate>& candidates, const std::map<std::string, OpSpec>& specs,
+std::vector<BenchResult> run_retest(const std::vector<Candidate>& candidates, const std::map<std::string, Spec>& specs,
                                     GpuMeasurer& m, int device_arch, bool quick, bool& aborted, std::string& abort_reason) {
   const int rounds = quick ? 3 : 7;
   TimingSettings per_round = quick ? quick_timing() : full_timing();
@@ -251,7 +251,7 @@ int run_bench(int argc, char** argv) {
   const Registry& registry = Registry::global();
   const std::vector<std::string> compiled = registry.ops();
   std::vector<std::string> ops = opts.ops.empty() ? compiled : opts.ops;
-  std::map<std::string, OpSpec> specs;
+  std::map<std::string, Spec> specs;
   for (const std::string& op : ops) {
     if (std::find(compiled.begin(), compiled.end(), op) == compiled.end()) {
       std::string have;
@@ -279,7 +279,7 @@ int run_bench(int argc, char** argv) {
       return 1;
     }
     try {
-      OpSpec s = parse_spec(text, origin);
+      Spec s = parse_spec_text(text, origin);
       if (s.op != op) {
         std::cerr << "ktune_bench: " << origin << " names op '" << s.op << "'\n";
         return 1;

@@ -175,7 +175,7 @@ std::uint64_t shape_seed(std::uint64_t run_seed, const std::string& op, DType dt
 }
 
 struct GpuMeasurer::State {
-  std::map<std::string, OpSpec> specs;
+  std::map<std::string, Spec> specs;
   int arch = 0;
   TimingSettings timing;
   bool cold_l2 = true;
@@ -267,7 +267,7 @@ struct GpuMeasurer::State {
   }
 };
 
-GpuMeasurer::GpuMeasurer(std::map<std::string, OpSpec> specs, int arch, TimingSettings timing, bool cold_l2,
+GpuMeasurer::GpuMeasurer(std::map<std::string, Spec> specs, int arch, TimingSettings timing, bool cold_l2,
                          std::uint64_t run_seed, double copy_gbps)
     : s_(std::make_unique<State>()) {
   s_->specs = std::move(specs);
@@ -301,7 +301,7 @@ std::string GpuMeasurer::begin_shape(const ShapeGroup& g) {
 
   HostTensors host;
   try {
-    s.bytes_moved = static_cast<double>(spec->second.bytes_moved(g.shape, g.dtype));
+    s.bytes_moved = static_cast<double>(spec->second.bytes(g.shape, g.dtype));
     s.tensors = s.harness->tensors(g.shape, g.dtype);
     double harness_bytes = 0;
     for (const TensorInfo& t : s.tensors)
@@ -551,7 +551,7 @@ BenchResult GpuMeasurer::measure_copy_same_size(const ShapeGroup& g) {
   // Half the spec bytes read, half written, each rounded to whole 16-byte vectors (at least one).
   double moved = 0;
   try {
-    moved = static_cast<double>(spec->second.bytes_moved(g.shape, g.dtype));
+    moved = static_cast<double>(spec->second.bytes(g.shape, g.dtype));
   } catch (const std::exception& e) {
     r.error = std::string("error: the spec's bytes moved: ") + e.what();
     r.cacheable = false;

@@ -14,7 +14,7 @@
 #include <ktune/dtype.hpp>
 #include <ktune/status.hpp>
 
-#include "spec_reader.hpp"
+#include <ktune/spec.hpp>
 #include "sweep.hpp"
 
 namespace ktune::bench {
@@ -70,7 +70,7 @@ class GpuMeasurer : public Measurer {
  public:
   /// `specs` by op; `arch`: which compiled variants to run (the device's); `copy_gbps` is recorded
   /// with each result.
-  GpuMeasurer(std::map<std::string, OpSpec> specs, int arch, TimingSettings timing, bool cold_l2,
+  GpuMeasurer(std::map<std::string, Spec> specs, int arch, TimingSettings timing, bool cold_l2,
               std::uint64_t run_seed, double copy_gbps);
   ~GpuMeasurer() override;
 

@@ -14,7 +14,7 @@ int variant_arch(const Registry& registry, const std::string& op, DType dtype, i
   return best;
 }
 
-std::vector<ShapeGroup> plan_sweep(const std::map<std::string, OpSpec>& specs, const Registry& registry,
+std::vector<ShapeGroup> plan_sweep(const std::map<std::string, Spec>& specs, const Registry& registry,
                                    int device_arch, const Options& opts,
                                    const std::function<std::string(const WorkItem&)>& key_of) {
   const std::regex shapes_re(opts.shapes.empty() ? std::string(".") : opts.shapes);

@@ -10,7 +10,7 @@
 #include <ktune/registry.hpp>
 
 #include "options.hpp"
-#include "spec_reader.hpp"
+#include <ktune/spec.hpp>
 #include "sweep.hpp"
 
 namespace ktune::bench {
@@ -21,7 +21,7 @@ int variant_arch(const Registry& registry, const std::string& op, DType dtype, i
 
 /// Shape groups in run order: ops as given in `specs` (sorted), dtypes in spec order, shapes in spec
 /// order, variants in registry order (the original first). `key_of` fills each item's cache key.
-std::vector<ShapeGroup> plan_sweep(const std::map<std::string, OpSpec>& specs, const Registry& registry,
+std::vector<ShapeGroup> plan_sweep(const std::map<std::string, Spec>& specs, const Registry& registry,
                                    int device_arch, const Options& opts,
                                    const std::function<std::string(const WorkItem&)>& key_of);
 

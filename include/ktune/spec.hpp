@@ -112,6 +112,18 @@ struct Spec {
       if (name == dim) return v;
     throw SpecError("spec of '" + op + "' has no dimension '" + dim + "'");
   }
+  /// The spec's tolerance for `dtype`, else ktune::default_tolerance.
+  Tolerance tolerance_for(DType dtype) const {
+    auto it = tolerance.find(dtype);
+    return it == tolerance.end() ? default_tolerance(dtype) : it->second;
+  }
+  /// True when `shape` names exactly the spec's dimensions, in the spec's order.
+  bool same_dims(const Shape& shape) const {
+    if (shape.dims.size() != dims.size()) return false;
+    for (std::size_t i = 0; i < dims.size(); ++i)
+      if (shape.dims[i].first != dims[i].first) return false;
+    return true;
+  }
   bool has_dim(const std::string& dim) const {
     for (const auto& d : dims)
       if (d.first == dim) return true;
@@ -216,7 +228,7 @@ inline Spec parse_spec(const nlohmann::ordered_json& j, const std::string& where
   s.width_dim = detail::spec_string(j, "width_dim", where);
   if (!s.has_dim(s.tokens_dim)) spec_fail(where, "tokens_dim '" + s.tokens_dim + "' is not a dimension");
   if (!s.has_dim(s.width_dim)) spec_fail(where, "width_dim '" + s.width_dim + "' is not a dimension");
-  if (s.tokens_dim == s.width_dim) spec_fail(where, "tokens_dim and width_dim must differ");
+  // tokens_dim and width_dim may name the same dimension: a one-dimensional op has only one.
 
   const auto& dtypes = detail::spec_member(j, "dtypes", where);
   if (!dtypes.is_array() || dtypes.empty()) spec_fail(where, "\"dtypes\" must be a non-empty array");
@@ -283,6 +295,17 @@ inline Spec parse_spec(const nlohmann::ordered_json& j, const std::string& where
   for (const Shape& shape : s.shapes())
     for (DType t : s.dtypes) (void)s.bytes(shape, t);
   return s;
+}
+
+/// Parses and checks spec.json text (e.g. a copy built into a binary); `where` names it in errors.
+inline Spec parse_spec_text(const std::string& text, const std::string& where) {
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw SpecError(where + ": not valid JSON: " + e.what());
+  }
+  return parse_spec(j, where);
 }
 
 /// Reads and checks a spec file. Throws SpecError naming the file on any problem.

@@ -23,7 +23,7 @@
 #ifndef KTUNE_NO_BENCH_DRIVER
 #include "bench/build_info.hpp"
 #include "bench/driver.hpp"
-#include "bench/spec_reader.hpp"
+#include <ktune/spec.hpp>
 #endif
 
 namespace {
@@ -40,10 +40,10 @@ bool pick(Target& t) {
   for (const std::string& op : ktune::Registry::global().ops()) {
     const ktune::bench::OpBuild* b = ktune::bench::build_info().find(op);
     if (!b || !ktune::HarnessRegistry::global().find(op)) continue;
-    const ktune::bench::OpSpec spec = ktune::bench::parse_spec(b->spec_json, op);
+    const ktune::Spec spec = ktune::parse_spec_text(b->spec_json, op);
     std::int64_t best = -1;
     for (const ktune::Shape& s : spec.shapes()) {
-      const std::int64_t bytes = spec.bytes_moved(s, ktune::DType::f32);
+      const std::int64_t bytes = spec.bytes(s, ktune::DType::f32);
       if (bytes > 0 && (best < 0 || bytes < best)) {
         best = bytes;
         t.shape = s.key();

@@ -267,7 +267,7 @@ class BenchPlan : public ::testing::Test {
         reg.add(fake("toy", t, arch, "tpb_128.vb_8", {128, 8}));
       }
     }
-    OpSpec s;
+    Spec s;
     s.op = "toy";
     s.dims = {{"tokens", {1, 16, 128}}, {"d", {11008}}};
     s.dtypes = {DType::f32, DType::f16, DType::bf16};
@@ -280,7 +280,7 @@ class BenchPlan : public ::testing::Test {
     return out;
   }
   Registry reg;
-  std::map<std::string, OpSpec> specs;
+  std::map<std::string, Spec> specs;
   std::function<std::string(const WorkItem&)> key = [](const WorkItem& it) { return it.id.substr(0, 3); };
 };
 

@@ -72,3 +72,29 @@ TEST(Spec, TheToolFixtureSpecLoads) {
 }
 
 }  // namespace
+
+namespace {
+TEST(Spec, ToleranceFallsBackToTheDefaultAndShapesMustNameTheDims) {
+  ktune::Spec s = ktune::parse_spec(toy());
+  EXPECT_DOUBLE_EQ(s.tolerance_for(ktune::DType::bf16).rtol, 1e-2);
+  s.tolerance.erase(ktune::DType::f32);
+  EXPECT_DOUBLE_EQ(s.tolerance_for(ktune::DType::f32).rel_l2, ktune::default_tolerance(ktune::DType::f32).rel_l2);
+  EXPECT_TRUE(s.same_dims(s.shapes()[3]));
+  ktune::Shape swapped;
+  swapped.dims = {{"d", 8}, {"tokens", 1}};
+  EXPECT_FALSE(s.same_dims(swapped));
+  ktune::Shape fewer;
+  fewer.dims = {{"tokens", 1}};
+  EXPECT_FALSE(s.same_dims(fewer));
+}
+
+TEST(Spec, TextFormNamesItsOriginOnBadJson) {
+  try {
+    (void)ktune::parse_spec_text("{", "built-in/spec.json");
+    FAIL() << "no error";
+  } catch (const ktune::SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("built-in/spec.json: not valid JSON"), std::string::npos);
+  }
+  EXPECT_EQ(ktune::parse_spec_text(toy().dump(), "toy").op, "toy");
+}
+}  // namespace
