@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make libboost-dev libfmt-dev libcurl4-openssl-dev nlohmann-json3-dev
-          libbenchmark-dev libgtest-dev chromium)
+          libbenchmark-dev libgtest-dev chromium python3)
 
 missing=()
 for p in "${packages[@]}"; do
