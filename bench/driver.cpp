@@ -221,6 +221,51 @@ std::vector<BenchResult> run_retest(const std::vector<Candidate>& candidates, co
 
 }  // namespace
 
+/// --gate FILE: the correctness gate alone (can_implement, device check, poisoned outputs, comparison
+/// with the reference) for every selected variant and shape; no baselines, no timing, no cache. Warm
+/// L2 (one input set), so it stays cheap under compute-sanitizer. Verdicts go to FILE as JSON.
+static int run_gate(const Options& opts, const std::map<std::string, Spec>& specs, const DeviceContext& dev) {
+  const std::uint64_t run_seed = opts.seed ? *opts.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  GpuMeasurer measurer(specs, dev.arch, quick_timing(), /*cold_l2=*/false, run_seed, 0);
+  nlohmann::json rows = nlohmann::json::array();
+  Tally tally;
+  bool aborted = false;
+  std::string abort_reason;
+  for (const ShapeGroup& g : plan_sweep(specs, Registry::global(), dev.arch, opts, [](const WorkItem&) { return std::string(); })) {
+    const std::string err = measurer.begin_shape(g);
+    for (const WorkItem& it : g.items) {
+      BenchResult r = measurer.blank(it);
+      if (!err.empty()) r.error = "error: " + err;
+      else measurer.check(it, r);
+      tally.add(r);
+      rows.push_back({{"op", r.op}, {"dtype", r.dtype}, {"shape", r.shape}, {"id", r.id}, {"ok", r.ok()},
+                      {"error", r.error}, {"rel_l2", r.rel_l2}, {"max_abs", r.max_abs}, {"seed", r.seed}});
+      if (r.fatal) {
+        aborted = true;
+        abort_reason = it.name + ": " + r.error;
+        break;
+      }
+    }
+    measurer.end_shape();
+    if (aborted) break;
+  }
+  const nlohmann::json doc = {{"gpu", dev.name}, {"arch", dev.arch}, {"run_seed", run_seed}, {"complete", !aborted},
+                              {"results", rows}};
+  std::ofstream out(opts.gate);
+  out << doc.dump(1) << "\n";
+  if (!out) {
+    std::cerr << "ktune_bench: cannot write " << opts.gate << "\n";
+    return 1;
+  }
+  std::cerr << "ktune_bench: gate: " << tally.passed << " passed, " << tally.incorrect << " incorrect, " << tally.rejected
+            << " rejected, " << tally.cannot << " cannot implement, " << tally.other << " other errors -> " << opts.gate << "\n";
+  if (aborted) {
+    std::cerr << "ktune_bench: stopped early: " << abort_reason << "\n";
+    return 3;
+  }
+  return 0;
+}
+
 int run_bench(int argc, char** argv) {
   Options opts;
   {
@@ -320,6 +365,7 @@ int run_bench(int argc, char** argv) {
     std::cout << gpu_slug(dev.name) << "\n";
     return 0;
   }
+  if (!opts.gate.empty()) return run_gate(opts, specs, dev);
 
   const TimingSettings timing = opts.quick ? quick_timing() : full_timing();
   std::cerr << "ktune_bench: " << dev.name << " (sm_" << dev.arch << ", " << dev.sms << " SMs): measuring the copy ceiling and an empty kernel\n";

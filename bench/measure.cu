@@ -435,18 +435,23 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   }
 
   // Before running anything: a kernel that cannot launch here would only fail the gate confusingly.
-  DeviceCheck dc;
-  const Status checked = check_on_device(v->resources(args), dc);
-  if (!checked.ok()) {
-    s.cuda_failure(r, "rejected: the device check failed: ", checked);
-    return false;
-  }
-  r.registers = dc.registers;
-  r.local_bytes = static_cast<double>(dc.local_bytes);
-  r.occupancy = dc.occupancy;
-  if (!dc.ok) {
-    r.error = "rejected: " + dc.reason;
-    return false;
+  // An original S reached only through its own launcher (ops the generator derived from a user's file)
+  // has no kernel pointer to ask about: it is gated and timed, not device-checked. Variants always are.
+  const KernelResources res = v->resources(args);
+  if (res.func || !v->is_original()) {
+    DeviceCheck dc;
+    const Status checked = check_on_device(res, dc);
+    if (!checked.ok()) {
+      s.cuda_failure(r, "rejected: the device check failed: ", checked);
+      return false;
+    }
+    r.registers = dc.registers;
+    r.local_bytes = static_cast<double>(dc.local_bytes);
+    r.occupancy = dc.occupancy;
+    if (!dc.ok) {
+      r.error = "rejected: " + dc.reason;
+      return false;
+    }
   }
 
   Status st = s.reset_set0();

@@ -22,6 +22,7 @@ struct Options {
   bool help = false;
   bool print_gpu_slug = false;           ///< --print-gpu-slug: print the device's slug and exit
   std::string retest;                    ///< --retest FILE: interleaved re-test of candidates
+  std::string gate;                      ///< --gate FILE: correctness gate only (no timing), verdicts to FILE
   std::string kernels;                   ///< --kernels DIR: read spec.json from DIR/<op>/ instead of the built-in copy
   std::string cache;                     ///< --cache FILE (empty: beside the executable)
   std::optional<std::uint64_t> seed;     ///< --seed N: the run's seed (default: fresh per run)

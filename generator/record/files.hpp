@@ -1,5 +1,6 @@
-// generator/record/files.hpp: file writes that never leave a half-written file behind (write to a
-// temporary beside the target, flush, rename), and the other small file helpers the generator shares.
+// generator/record/files.hpp: the generator's file writes, as error values instead of exceptions, on
+// top of the `ktune` tool's atomic write (a reader sees the old file or the whole new one, never a
+// prefix), plus an append for JSON-lines logs.
 #pragma once
 
 #include <filesystem>
@@ -7,8 +8,8 @@
 
 namespace ktune::gen {
 
-/// Writes `content` to `path` atomically: a reader sees the old file or the whole new one, never a
-/// prefix. Creates missing parent folders. Returns an empty string on success, else the error.
+/// Writes `content` to `path` atomically, creating missing parent folders. Returns an empty string on
+/// success, else the error.
 std::string write_file_atomic(const std::filesystem::path& path, const std::string& content);
 
 /// Reads a whole file; `error` is set (and the result empty) when it cannot be read.

@@ -439,16 +439,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-/// CMake's configure_file(@ONLY) on a template: @NAME@ replaced by its value, nothing else touched.
-std::string substitute(std::string text, const std::map<std::string, std::string>& values) {
-  for (const auto& [name, value] : values) {
-    const std::string key = "@" + name + "@";
-    for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
-      text.replace(at, key.size(), value);
-  }
-  return text;
-}
-
 int cmd_gen(const std::vector<std::string>& argv) {
   if (wants_help(argv)) {
     fmt::print(

@@ -130,4 +130,14 @@ std::string join_path(const std::string& a, const std::string& b) {
   return a + "/" + b;
 }
 
+/// CMake's configure_file(@ONLY) on a template: @NAME@ replaced by its value, nothing else touched.
+std::string substitute(std::string text, const std::map<std::string, std::string>& values) {
+  for (const auto& [name, value] : values) {
+    const std::string key = "@" + name + "@";
+    for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size()))
+      text.replace(at, key.size(), value);
+  }
+  return text;
+}
+
 }  // namespace ktune::tool

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ std::string content_hash(const std::string& bytes);
 std::string fixed(double v, int digits);
 /// Shortest form that keeps three significant digits for times and ratios: "12.3", "0.0456", "1234".
 std::string sig3(double v);
+
+/// CMake's configure_file(@ONLY) on a template: @NAME@ replaced by its value, nothing else touched.
+std::string substitute(std::string text, const std::map<std::string, std::string>& values);
 
 /// Path join with exactly one '/'.
 std::string join_path(const std::string& a, const std::string& b);
