@@ -43,9 +43,10 @@ static_assert(S::feasible(S::unaligned_point(4), ktune::arch_limits({arch}), 4).
 
 int main() {{
   std::printf("{{\"hash\": \"%llu\", \"total\": %zu, \"feasible\": {{\"fp32\": %zu, \"fp16\": %zu, \"bf16\": %zu}}, "
-              "\"default_id\": \"%s\"}}\n",
+              "\"default_id\": \"%s\", \"unaligned_id\": {{\"4\": \"%s\", \"2\": \"%s\"}}}}\n",
               static_cast<unsigned long long>(S::space.hash()), S::space.size(), Set<4>::count, Set<2>::count,
-              Set<2>::count, S::space.id(S::default_point).c_str());
+              Set<2>::count, S::space.id(S::default_point).c_str(), S::space.id(S::unaligned_point(4)).c_str(),
+              S::space.id(S::unaligned_point(2)).c_str());
   return 0;
 }}
 )",
@@ -164,6 +165,7 @@ CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const
     b.probe.total = j.at("total").get<std::size_t>();
     for (const auto& [k, v] : j.at("feasible").items()) b.probe.feasible[k] = v.get<std::size_t>();
     b.probe.default_id = j.at("default_id").get<std::string>();
+    for (const auto& [k, v] : j.at("unaligned_id").items()) b.probe.unaligned_id[std::stoi(k)] = v.get<std::string>();
   } catch (const std::exception& e) {
     b.diagnostics = "the space probe printed no valid facts: " + std::string(e.what()) + "\n" + r.output;
     return finish(b);

@@ -45,6 +45,7 @@ struct SpaceProbe {
   std::size_t total = 0;                        ///< points in the space
   std::map<std::string, std::size_t> feasible;  ///< per dtype, for the toolchain's architecture
   std::string default_id;                       ///< Space::default_point
+  std::map<int, std::string> unaligned_id;      ///< Space::unaligned_point(element bytes), for 4 and 2
 };
 
 struct CandidateBuild {
