@@ -15,6 +15,8 @@
 #   test      all GPU tests (every variant of every kernel), then compute-sanitizer memcheck and
 #             racecheck on the named sample (gtest filter SanitizerSample.*)
 #   tune      the benchmark sweep, top-K selection, the interleaved re-test (make tune's run step)
+#   agent     the generator's GPU tests: the whole `ktune agent` loop with scripted LLM answers on an op
+#             that is not shipped, candidates compiled there with its nvcc (tests/generator)
 #   profile   CUPTI metrics of S and the winners of the results in reports/ (tools/tune.sh profile;
 #             KTUNE_PROFILE_ARGS="--op ... --shape ..." profiles those calls instead); unpack attaches
 #             the profile to the results files and the reports
@@ -33,8 +35,9 @@ pack() {
   [ -n "${KTUNE_BUILD_DIR:-}" ] || cmake --preset default >/dev/null
   # CMake target -> the executable it builds.
   local -A binary=([ktune_gpu_tests]=tests/ktune_gpu_tests [ktune_bench]=bench/ktune_bench
-                   [ktune_cli]=tools/ktune [ktune_profile_tool]=tools/profile/ktune_profile)
-  local targets=(ktune_gpu_tests ktune_bench ktune_cli ktune_profile_tool)
+                   [ktune_cli]=tools/ktune [ktune_profile_tool]=tools/profile/ktune_profile
+                   [ktune_generator_tests]=tests/generator/ktune_generator_tests)
+  local targets=(ktune_gpu_tests ktune_bench ktune_cli ktune_profile_tool ktune_generator_tests)
   # The tune's tolerant build: a shard that fails to compile is left out and recorded, and every
   # shard's compile time lands in $build/ktune-build.json for the reports' build cost.
   local target_args=()
@@ -52,14 +55,42 @@ pack() {
       [[ "$name" =~ $system_lib ]] || cp -L "$path" "$stage/lib/$name"
     done
   done
+  stage_agent
   git -C "$root" rev-parse HEAD > "$stage/commit" 2>/dev/null || echo unknown > "$stage/commit"
   # One compressed payload: the binaries hold every variant's device code and shrink about 3.5x, which keeps
   # the tree that travels to the GPU machine well under its limit. `remote` unpacks it.
-  tar -C "$stage" -czf "$stage/payload.tar.gz" bin lib && rm -rf "$stage/bin" "$stage/lib"
+  tar -C "$stage" -czf "$stage/payload.tar.gz" bin lib agent && rm -rf "$stage/bin" "$stage/lib" "$stage/agent"
   local size
   size=$(du -sm "$stage" | cut -f1)
   echo "gpu.sh pack: staged $(tar -tzf "$stage/payload.tar.gz" | grep -v '/$' | tr '\n' ' ')in .gpu/ (${size} MiB)"
   if [ "$size" -gt 60 ]; then echo "gpu.sh pack: .gpu/ is over 60 MiB; the device call carries at most 64" >&2; exit 1; fi
+}
+
+# What `ktune agent` needs on a machine with nvcc but no Boost or build tree: the prebuilt parts of
+# ktune_bench, the Boost.Hana headers, and a toolchain.json whose paths are relative to .gpu/agent/ (the
+# working tree that travels with .gpu/ provides include/, bench/ and kernels/).
+stage_agent() {
+  local manifest="$build/generator/toolchain.json" a="$stage/agent"
+  [ -f "$manifest" ] || { echo "gpu.sh pack: $manifest is missing (configure the build first)" >&2; exit 1; }
+  mkdir -p "$a/lib" "$a/include/boost"
+  cp -r /usr/include/boost/hana /usr/include/boost/hana.hpp "$a/include/boost/"
+  python3 - "$manifest" "$a" <<'PY'
+import json, os, shutil, sys
+src, dest = sys.argv[1], sys.argv[2]
+m = json.load(open(src))
+link = []
+for p in m["link_inputs"]:
+    name = os.path.basename(p)
+    if name.startswith("libbenchmark"):
+        link.append("../lib/libbenchmark.so.1debian")  # staged by ldd beside the binaries
+    else:
+        shutil.copy(p, os.path.join(dest, "lib", name))
+        link.append("lib/" + name)
+m.update({"nvcc": "nvcc", "include_dirs": ["../../include", "include"], "link_inputs": link,
+          "library_path": ["../lib"], "templates_dir": "../../bench", "kernels_dir": "../../kernels",
+          "ktune": "../bin/ktune"})
+json.dump(m, open(os.path.join(dest, "toolchain.json"), "w"), indent=2)
+PY
 }
 
 remote() {
@@ -90,6 +121,15 @@ remote() {
         fi
       done
       summarize_gtest "$out/gpu-tests.json"
+      ;;
+    agent)
+      # The generator's loop on this GPU with scripted LLM answers (tests/generator), candidates built
+      # here with this machine's nvcc from the staged toolchain.
+      KTUNE_TOOLCHAIN="$stage/agent/toolchain.json" KTUNE_NVCC="${KTUNE_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}" \
+        "$stage/bin/ktune_generator_tests" --gtest_filter="${KTUNE_AGENT_FILTER:-*Gpu*}" \
+        --gtest_output="json:$out/agent-tests.json" > "$out/agent-tests.log" 2>&1 || rc=$?
+      tail -n 40 "$out/agent-tests.log"
+      [ -d "$root/build/agent-gpu-runs" ] && tar -C "$root/build" -czf "$out/agent-runs.tar.gz" agent-gpu-runs
       ;;
     tune)
       [ -x "$stage/bin/ktune_bench" ] || { echo "gpu.sh remote tune: ktune_bench was not staged" >&2; exit 1; }

@@ -185,6 +185,10 @@ Judgement judge_ranking(const Ranking& r) {
 Judgement sanitize(const Toolchain& tc, const Candidate& c, const std::string& id, const std::string& dtype,
                    const std::string& shape_key, const fs::path& out_dir, const TestingOptions& options) {
   Judgement j;
+  if (!options.sanitizer) {
+    j.findings = "compute-sanitizer was not run (--no-sanitizer).\n";
+    return j;
+  }
   ProcessOptions popt;
   popt.timeout_s = options.sanitizer_timeout_s;
   popt.env = run_environment(tc);

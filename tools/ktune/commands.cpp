@@ -43,6 +43,8 @@ constexpr const char* main_help =
     "                 ktune profile <op> [--variant ID|original|all] [--shape DIM=V,...] [--dtype T] [--json F])\n"
     "  profile-plan   reports/<gpu>/<op>.json -> the calls `ktune_profile --plan` profiles (S and the winners)\n"
     "  profile-attach ktune_profile's JSON -> the \"profile\" section of reports/<gpu>/<op>.json\n"
+    "  agent S.cu     stage 1: an LLM writes a tunable family of S, judged and tuned here round by round\n"
+    "                 (ktune agent S.cu --spec SPEC.json --name OP; see ktune agent --help)\n"
     "\n"
     "exit codes: 0 ok, 1 failure, 2 usage error\n";
 
