@@ -240,6 +240,15 @@ std::string Client::describe_status(const HttpResponse& r, bool quota) const {
         hint = fmt::format("; if the provider wants the other output-limit field, try --llm-token-field {}", other);
       return fmt::format("{}: the provider rejected the request{}{}", where, words, hint);
     }
+    case 301:
+    case 302:
+    case 307:
+    case 308: {
+      auto location = r.headers.find("location");
+      return fmt::format("{}: the endpoint redirects{} (redirects are not followed, so the key is never sent "
+                         "elsewhere): check --llm-base-url",
+                         where, location == r.headers.end() ? std::string() : " to " + location->second);
+    }
     default: return fmt::format("{}{}", where, words);
   }
 }
@@ -305,6 +314,18 @@ bool Client::send(const std::string& body, int call, int& attempts, ChatResult& 
 }
 
 ChatResult Client::chat(const std::vector<Message>& messages, const ChatOptions& options) {
+  // Nothing below is expected to throw (tolerant parsing throughout); this keeps the promise regardless.
+  try {
+    return chat_once(messages, options);
+  } catch (const std::exception& e) {
+    ChatResult result;
+    result.failure = Failure::malformed;
+    result.error = redact(fmt::format("internal error in the LLM client: {}", e.what()), {key_});
+    return result;
+  }
+}
+
+ChatResult Client::chat_once(const std::vector<Message>& messages, const ChatOptions& options) {
   ChatResult result;
   ++usage_.calls;
   result.usage.calls = 1;

@@ -105,6 +105,7 @@ class Client {
   std::string request_body(const std::vector<Message>& messages, const ChatOptions& options = {}) const;
 
  private:
+  ChatResult chat_once(const std::vector<Message>& messages, const ChatOptions& options);
   /// HTTP attempts for one request body until a 2xx arrives (true, in `out`) or the policy gives up
   /// (false, with result.failure and result.error set). `attempts` counts on across answer retries.
   bool send(const std::string& body, int call, int& attempts, ChatResult& result, HttpResponse& out);

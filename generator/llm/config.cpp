@@ -282,7 +282,23 @@ nlohmann::json to_json(const ProviderConfig& c) {
   return j;
 }
 
+namespace {
+FlagParse parse_flags_once(const std::vector<std::string>& args, const ProviderConfig& base);
+}
+
 FlagParse parse_flags(const std::vector<std::string>& args, const ProviderConfig& base) {
+  try {
+    return parse_flags_once(args, base);
+  } catch (const std::exception& e) {  // not expected; the promise is "never throws"
+    FlagParse out;
+    out.config = base;
+    out.error = fmt::format("cannot read the LLM flags: {}", e.what());
+    return out;
+  }
+}
+
+namespace {
+FlagParse parse_flags_once(const std::vector<std::string>& args, const ProviderConfig& base) {
   FlagParse out;
   out.config = base;
   // First pass: split into (flag, value) pairs and leftovers, so the layering does not depend on order.
@@ -351,6 +367,7 @@ FlagParse parse_flags(const std::vector<std::string>& args, const ProviderConfig
   if (std::string e = invalid_setting(out.config); !e.empty()) out.error = e;
   return out;
 }
+}  // namespace
 
 std::string flags_usage() {
   std::string s = fmt::format("  {:<24} preset: {}\n", std::string(provider_flag) + " NAME",

@@ -187,9 +187,25 @@ Recording read_recording(const fs::path& path) {
       out.error = fmt::format("{}:{}: not a JSON object", path.string(), line_number);
       return out;
     }
-    out.exchanges.push_back(exchange_from_json(j));
+    try {
+      out.exchanges.push_back(exchange_from_json(j));
+    } catch (const std::exception& e) {  // a field of the wrong type
+      out.error = fmt::format("{}:{}: {}", path.string(), line_number, e.what());
+      return out;
+    }
   }
   return out;
+}
+
+std::unique_ptr<Transport> open_transport(const fs::path& replay_path, std::string& error) {
+  error.clear();
+  if (replay_path.empty()) return std::make_unique<CurlTransport>();
+  Recording recording = read_recording(replay_path);
+  if (!recording.ok()) {
+    error = recording.error;
+    return nullptr;
+  }
+  return std::make_unique<ReplayTransport>(std::move(recording.exchanges));
 }
 
 ReplayTransport::ReplayTransport(std::vector<Exchange> exchanges) : exchanges_(std::move(exchanges)) {}

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -106,5 +107,9 @@ class ReplayTransport final : public Transport {
   std::size_t next_ = 0;
   std::string divergence_;
 };
+
+/// The transport for a run: a CurlTransport, or — when replay_path is non-empty — a ReplayTransport over
+/// that recording (nullptr with `error` set when it cannot be read).
+std::unique_ptr<Transport> open_transport(const std::filesystem::path& replay_path, std::string& error);
 
 }  // namespace ktune::gen::llm

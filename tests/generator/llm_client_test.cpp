@@ -248,7 +248,8 @@ TEST_F(LlmClient, RefusalsAndExhaustedQuotaAreNotRetried) {
                        json::array({failure(402, "Insufficient Balance"), quota, failure(400, "Unsupported parameter: "
                                                                                                "'max_tokens'"),
                                     failure(403, "Country not supported"), failure(404, "model not found"),
-                                    failure(422, "Invalid parameters")}));
+                                    failure(422, "Invalid parameters"),
+                                    failure(301, "moved", {{"location", "https://elsewhere/v1/chat/completions"}})}));
   ASSERT_TRUE(server.ok()) << server.error();
   CurlTransport transport;
   Client client(config(server.base_url()), transport, nullptr, sleeper());
@@ -256,7 +257,8 @@ TEST_F(LlmClient, RefusalsAndExhaustedQuotaAreNotRetried) {
   const std::vector<std::pair<int, std::string>> expected = {
       {402, "insufficient balance"},   {429, "quota is exhausted (insufficient_quota)"},
       {400, "--llm-token-field max_completion_tokens"}, {403, "forbidden"},
-      {404, "--llm-base-url"},         {422, "rejected the request"}};
+      {404, "--llm-base-url"},         {422, "rejected the request"},
+      {301, "redirects to https://elsewhere/v1/chat/completions"}};
   for (const auto& [status, words] : expected) {
     const ChatResult r = client.chat(question);
     EXPECT_FALSE(r.ok);
@@ -551,7 +553,13 @@ TEST_F(LlmReplay, ReplayReproducesTheRunByteForByte) {
   ::unsetenv(key_env);
   ProviderConfig replay_config = c;
   replay_config.base_url = url.substr(0, url.size() - std::string("/chat/completions").size());
-  ReplayTransport replay(recording.exchanges);
+  std::string open_error;
+  std::unique_ptr<Transport> opened = open_transport(dir_ / "run.jsonl", open_error);
+  ASSERT_TRUE(opened) << open_error;
+  ASSERT_NE(dynamic_cast<ReplayTransport*>(opened.get()), nullptr);
+  EXPECT_EQ(open_transport(dir_ / "absent.jsonl", open_error), nullptr);
+  EXPECT_NE(open_error.find("cannot read the LLM recording"), std::string::npos) << open_error;
+  ReplayTransport& replay = *dynamic_cast<ReplayTransport*>(opened.get());
   Recorder again(dir_ / "replay.jsonl", {});
   waits_.clear();
   Client client(replay_config, replay, &again, sleeper());
@@ -671,6 +679,9 @@ TEST_F(LlmReplay, TruncatedLastLineIsToleratedAndSeqContinues) {
   const Recording broken = read_recording(path);
   EXPECT_NE(broken.error.find(":3: not a JSON object"), std::string::npos) << broken.error;
   EXPECT_NE(read_recording(dir_ / "absent.jsonl").error, "");
+  const fs::path typed = dir_ / "typed.jsonl";
+  std::ofstream(typed) << "{\"seq\": \"one\"}\n";
+  EXPECT_NE(read_recording(typed).error.find("typed.jsonl:1:"), std::string::npos) << read_recording(typed).error;
 
   // A recorder opened on an existing recording continues its numbering.
   const fs::path fresh = dir_ / "fresh.jsonl";
