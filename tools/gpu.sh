@@ -126,10 +126,12 @@ remote() {
       # The generator's loop on this GPU with scripted LLM answers (tests/generator), candidates built
       # here with this machine's nvcc from the staged toolchain.
       KTUNE_TOOLCHAIN="$stage/agent/toolchain.json" KTUNE_NVCC="${KTUNE_NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}" \
+        KTUNE_SOURCE_DIR="$root" KTUNE_TEST_PYTHON="$(command -v python3)" no_proxy=127.0.0.1,localhost \
         "$stage/bin/ktune_generator_tests" --gtest_filter="${KTUNE_AGENT_FILTER:-*Gpu*}" \
         --gtest_output="json:$out/agent-tests.json" > "$out/agent-tests.log" 2>&1 || rc=$?
       tail -n 40 "$out/agent-tests.log"
-      [ -d "$root/build/agent-gpu-runs" ] && tar -C "$root/build" -czf "$out/agent-runs.tar.gz" agent-gpu-runs
+      # The run records and the installed folder; the candidates' binaries stay there.
+      [ -d "$root/build/agent-gpu-runs/runs" ] && tar -C "$root/build/agent-gpu-runs" -czf "$out/agent-runs.tar.gz" runs kernels
       ;;
     tune)
       [ -x "$stage/bin/ktune_bench" ] || { echo "gpu.sh remote tune: ktune_bench was not staged" >&2; exit 1; }

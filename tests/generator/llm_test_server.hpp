@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -98,7 +99,12 @@ class LlmTestServer {
   }
 
   void start(const std::filesystem::path& script_file) {
-    const std::string python = KTUNE_TEST_PYTHON, server = KTUNE_TEST_LLM_SERVER;
+    // On another machine (the GPU machine runs a copy of the tree) the environment says where they are.
+    const char* env_python = std::getenv("KTUNE_TEST_PYTHON");
+    const char* env_source = std::getenv("KTUNE_SOURCE_DIR");
+    const std::string python = env_python && *env_python ? env_python : KTUNE_TEST_PYTHON;
+    const std::string server = env_source && *env_source ? std::string(env_source) + "/tests/generator/llm_server.py"
+                                                         : std::string(KTUNE_TEST_LLM_SERVER);
     const std::string port_file = (dir_ / "port").string(), log = log_path().string(),
                       out = (dir_ / "server.out").string(), script = script_file.string();
     std::vector<std::string> args = {python, server, "--script", script, "--log", log, "--port-file", port_file};
