@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +28,7 @@
 #include "options.hpp"
 #include "plan.hpp"
 #include "retest.hpp"
+#include "search.hpp"
 #include <ktune/spec.hpp>
 #include "sweep.hpp"
 
@@ -35,7 +37,8 @@ namespace ktune::bench {
 namespace {
 
 // Bump when how results are measured changes: cached results of another method are not reused.
-constexpr const char* method_version = "ktune-bench-1";
+constexpr const char* method_version = "ktune-bench-1";         // --exhaustive
+constexpr const char* search_method_version = "ktune-bench-2;search";  // screens (and their rounds, refined_key)
 
 /// Google Benchmark appends "/iterations:N" and "/manual_time" to the name of a benchmark with a
 /// fixed iteration count and manual time; the agreed names (contract 5) have neither.
@@ -50,6 +53,33 @@ class AgreedNames : public Base {
       r.run_name.time_type.clear();
     }
     Base::ReportRuns(fixed);
+  }
+};
+
+/// The console reporter without Google Benchmark's "Library was built as DEBUG" banner. Debian's
+/// libbenchmark is built without NDEBUG, so every run printed it; it is about Google Benchmark's own
+/// timing loop, which ktune_bench does not use (the times are CUDA-event medians measured before Google
+/// Benchmark runs; it only reports them). One line says so instead (bench/README.md).
+template <class Base>
+class QuietConsole : public Base {
+ public:
+  using Base::Base;
+  bool ReportContext(const benchmark::BenchmarkReporter::Context& context) override {
+    std::ostringstream captured;
+    std::ostream& err = this->GetErrorStream();
+    this->SetErrorStream(&captured);
+    const bool ok = Base::ReportContext(context);
+    this->SetErrorStream(&err);
+    std::istringstream lines(captured.str());
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("Library was built as DEBUG") != std::string::npos) {
+        err << "(Google Benchmark here is a debug build, as Debian ships it; it only reports ktune's own CUDA-event "
+               "times, so no figure depends on it)\n";
+        continue;
+      }
+      err << line << "\n";
+    }
+    return ok;
   }
 };
 
@@ -116,9 +146,14 @@ BenchResult baseline_row(const std::string& name, const Timed& t, double bytes, 
 struct Tally {
   std::size_t passed = 0, incorrect = 0, rejected = 0, cannot = 0, other = 0, cached = 0;
   std::size_t copies = 0;  ///< same-size copy rows: references, not variants
+  std::size_t refined = 0; ///< finalists' rounds (search): a second row of a variant already counted
   void add(const BenchResult& r) {
     if (r.id.empty()) {
       ++copies;
+      return;
+    }
+    if (r.refined) {
+      ++refined;
       return;
     }
     cached += r.cached;
@@ -367,6 +402,7 @@ int run_bench(int argc, char** argv) {
   }
   if (!opts.gate.empty()) return run_gate(opts, specs, dev);
 
+  const auto run_start = std::chrono::steady_clock::now();
   const TimingSettings timing = opts.quick ? quick_timing() : full_timing();
   std::cerr << "ktune_bench: " << dev.name << " (sm_" << dev.arch << ", " << dev.sms << " SMs): measuring the copy ceiling and an empty kernel\n";
   Baselines base;
@@ -386,6 +422,7 @@ int run_bench(int argc, char** argv) {
   std::vector<BenchResult> results;
   bool aborted = false;
   std::string abort_reason, cache_path;
+  std::vector<std::pair<std::string, std::string>> search_context;  // context keys of the method used
   if (!opts.retest.empty()) {
     std::string err;
     const std::string text = read_file(opts.retest, err);
@@ -413,7 +450,9 @@ int run_bench(int argc, char** argv) {
     }
     results = run_retest(kept, specs, measurer, dev.arch, opts.quick, aborted, abort_reason);
   } else {
-    const std::string method = std::string(method_version) + (cold ? ";cold-l2" : ";warm-l2") + (opts.quick ? ";quick" : ";full");
+    const bool search = !opts.exhaustive;
+    const std::string method = std::string(search ? search_method_version : method_version) + (cold ? ";cold-l2" : ";warm-l2") +
+                               (opts.quick ? ";quick" : ";full");
     auto key_of = [&](const WorkItem& it) {
       const OpBuild* b = build.find(it.op);
       return cache_key({it.op, name(it.dtype), it.shape.key(), it.id, b ? b->source_hash : std::string("unknown"),
@@ -426,31 +465,67 @@ int run_bench(int argc, char** argv) {
       std::cerr << "ktune_bench: " << err << "\n";
       return 1;
     }
-    std::size_t total = 0, to_measure = 0;
-    for (const ShapeGroup& g : groups) {
-      for (const WorkItem& it : g.items) {
-        ++total;
-        to_measure += cache.find(it.key) == nullptr;
-      }
-      to_measure += cache.find(g.copy.key) == nullptr;  // the same-size copy row
+    const WorkCount work = count_work(groups, cache);
+    std::cerr << "ktune_bench: " << (search ? "search" : "exhaustive sweep") << ": " << work.variants << " benchmarks and "
+              << work.copies << " same-size copies, " << work.cached() << " from the cache"
+              << (cache.enabled() ? " (" + cache.path() + ")" : std::string(" (cache off)")) << ", " << work.to_measure()
+              << " to measure" << (search ? ", then the finalists of " + std::to_string(groups.size()) + " shapes in rounds" : "")
+              << "\n";
+    if (search) {
+      measurer.set_device_compare(true);
+      measurer.set_search(screen_timing(opts.quick), timing);
+      const SearchSettings settings = search_settings(opts.quick);
+      Progress progress(&std::cerr, work.to_measure() + groups.size(), isatty(2) != 0);
+      SearchOutcome o = run_search(groups, cache, measurer, settings, &progress);
+      progress.finish();
+      for (const std::string& w : o.warnings) std::cerr << "ktune_bench: warning: " << w << "\n";
+      std::cerr << "ktune_bench: " << o.screened << " screens passed, " << o.remeasured
+                << " timed again because their spread was out of line (" << o.still_noisy
+                << " still out of line: kept as finalists); " << o.finalists << " finalists, " << o.rounds_run << " rounds, "
+                << o.left_out << " left out of the later rounds\n";
+      search_context = {{"search", "halving"},
+                        {"screened", std::to_string(o.screened)},
+                        {"remeasured", std::to_string(o.remeasured)},
+                        {"still_noisy", std::to_string(o.still_noisy)},
+                        {"finalists", std::to_string(o.finalists)},
+                        {"left_out", std::to_string(o.left_out)}};
+      results = std::move(o.results);
+      aborted = o.aborted;
+      abort_reason = o.abort_reason;
+    } else {
+      Progress progress(&std::cerr, work.to_measure(), isatty(2) != 0);
+      SweepOutcome o = run_sweep(groups, cache, measurer, &progress);
+      progress.finish();
+      for (const std::string& w : o.warnings) std::cerr << "ktune_bench: warning: " << w << "\n";
+      search_context = {{"search", "exhaustive"}};
+      results = std::move(o.results);
+      aborted = o.aborted;
+      abort_reason = o.abort_reason;
     }
-    std::cerr << "ktune_bench: " << total << " benchmarks, " << total - to_measure << " from the cache"
-              << (cache.enabled() ? " (" + cache.path() + ")" : std::string(" (cache off)")) << ", " << to_measure
-              << " to measure\n";
-    Progress progress(&std::cerr, to_measure, isatty(2) != 0);
-    SweepOutcome o = run_sweep(groups, cache, measurer, &progress);
-    progress.finish();
-    for (const std::string& w : o.warnings) std::cerr << "ktune_bench: warning: " << w << "\n";
-    results = std::move(o.results);
-    aborted = o.aborted;
-    abort_reason = o.abort_reason;
+  }
+  for (const std::string& w : measurer.warnings()) std::cerr << "ktune_bench: warning: " << w << "\n";
+  {
+    // Where the time went, and whether anything ran on the host while the GPU was timed: during the
+    // timing the process's CPU time stays at about one core (the thread waiting on the events).
+    const PhaseTimes& p = measurer.phases();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+    std::ostringstream line;
+    line << "ktune_bench: " << number(wall) << " s in all";
+    for (int k = 0; k < PhaseTimes::count; ++k) {
+      line << "; " << PhaseTimes::name(k) << " " << number(p.wall_s[k]) << " s (CPU " << number(p.cpu_s[k]) << " s)";
+      search_context.emplace_back(std::string("phase_") + PhaseTimes::name(k) + "_s", number(p.wall_s[k]));
+      search_context.emplace_back(std::string("phase_") + PhaseTimes::name(k) + "_cpu_s", number(p.cpu_s[k]));
+    }
+    search_context.emplace_back("measure_wall_s", number(wall));
+    std::cerr << line.str() << "\n";
   }
 
   Tally tally;
   for (const BenchResult& r : results) tally.add(r);
   std::cerr << "ktune_bench: " << tally.passed << " passed, " << tally.incorrect << " incorrect, " << tally.rejected
             << " rejected, " << tally.cannot << " cannot implement, " << tally.other << " other errors; " << tally.cached
-            << " from the cache; " << tally.copies << " same-size copies\n";
+            << " from the cache; " << tally.copies << " same-size copies"
+            << (tally.refined ? "; " + std::to_string(tally.refined) + " finalists' rounds" : std::string()) << "\n";
 
   // Report through Google Benchmark: two reference rows, then every result.
   register_result(baseline_row("ktune/copy_ceiling", base.copy, 2 * base.copy_bytes, copy_gbps), copy_gbps);
@@ -474,7 +549,8 @@ int run_bench(int argc, char** argv) {
   benchmark::AddCustomContext("copy_kernel_gbps", number(base.copy_kernel_gbps));
   benchmark::AddCustomContext("empty_kernel_us", number(base.empty.median_us));
   benchmark::AddCustomContext("cold_l2", cold ? "1" : "0");
-  benchmark::AddCustomContext("mode", opts.retest.empty() ? "sweep" : "retest");
+  benchmark::AddCustomContext("mode", !opts.retest.empty() ? "retest" : opts.exhaustive ? "sweep" : "search");
+  for (const auto& [k, v] : search_context) benchmark::AddCustomContext(k, v);
   benchmark::AddCustomContext("quick", opts.quick ? "1" : "0");
   benchmark::AddCustomContext("run_seed", std::to_string(run_seed));
   benchmark::AddCustomContext("spec_source", opts.kernels.empty() ? "built-in" : opts.kernels);
@@ -487,10 +563,10 @@ int run_bench(int argc, char** argv) {
   }
 
   const int color = isatty(1) ? benchmark::ConsoleReporter::OO_Color : benchmark::ConsoleReporter::OO_None;
-  AgreedNames<benchmark::ConsoleReporter> console(
+  QuietConsole<AgreedNames<benchmark::ConsoleReporter>> console(
       static_cast<benchmark::ConsoleReporter::OutputOptions>(benchmark::ConsoleReporter::OO_Tabular | color));
   AgreedNames<benchmark::JSONReporter> json_display, json_file;
-  AgreedNames<benchmark::ConsoleReporter> console_file(benchmark::ConsoleReporter::OO_Tabular);
+  QuietConsole<AgreedNames<benchmark::ConsoleReporter>> console_file(benchmark::ConsoleReporter::OO_Tabular);
   benchmark::BenchmarkReporter* display =
       opts.benchmark_format == "json" ? static_cast<benchmark::BenchmarkReporter*>(&json_display) : &console;
   if (opts.benchmark_out.empty()) {

@@ -9,7 +9,10 @@
 
 #include "plan.hpp"
 
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -24,6 +27,9 @@
 #include <ktune/registry.hpp>
 #include <ktune/timing.cuh>
 #include <ktune/verify.hpp>
+
+#include "device_compare.cuh"
+#include "retest.hpp"
 
 namespace ktune::bench {
 
@@ -115,18 +121,46 @@ std::vector<double> chunk_norms(const std::vector<double>& ref) {
 
 }  // namespace
 
-TimingSettings full_timing() { return TimingSettings{}; }
-
-TimingSettings quick_timing() {
-  TimingSettings t;
-  t.warmup = 1;
-  t.min_samples = 4;
-  t.max_samples = 12;
-  t.stable_rel = 0.02;
-  t.max_seconds = 0.2;
-  t.graph_sample_us = 200.0;
-  return t;
+const char* PhaseTimes::name(int p) {
+  switch (p) {
+    case prepare: return "prepare";
+    case gate: return "gate";
+    case timing: return "timing";
+    default: return "?";
+  }
 }
+
+namespace {
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// Adds the wall and process CPU time of its lifetime to one phase.
+class PhaseScope {
+ public:
+  PhaseScope(PhaseTimes& p, int phase) : p_(p), phase_(phase), wall_(std::chrono::steady_clock::now()), cpu_(cpu_seconds()) {}
+  ~PhaseScope() {
+    p_.wall_s[phase_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
+    p_.cpu_s[phase_] += cpu_seconds() - cpu_;
+  }
+
+ private:
+  PhaseTimes& p_;
+  int phase_;
+  std::chrono::steady_clock::time_point wall_;
+  double cpu_;
+};
+
+/// Whether two comparisons of one output say the same (rel_l2 summed in another order: last bits).
+bool same_verdict(const Comparison& a, const Comparison& b) {
+  const double scale = std::max({std::fabs(a.rel_l2), std::fabs(b.rel_l2), 1e-300});
+  return a.passed == b.passed && a.count == b.count && a.unwritten == b.unwritten && a.mismatched == b.mismatched &&
+         a.first_bad == b.first_bad && a.max_abs == b.max_abs &&
+         (std::fabs(a.rel_l2 - b.rel_l2) <= 1e-6 * scale || (std::isnan(a.rel_l2) && std::isnan(b.rel_l2)));
+}
+}  // namespace
 
 Status query_device_context(DeviceContext& out) {
   out = DeviceContext{};
@@ -206,9 +240,42 @@ struct GpuMeasurer::State {
   char* host_out = nullptr;             // pinned, for the gate's copies back
   const Variant* checked = nullptr;     // the variant of the last successful check()
 
+  // The gate on the device: the reference of each output, uploaded once per shape.
+  bool device_compare = false;
+  bool device_compare_off = false;      // a disagreement with the host turned it off for the run
+  bool cross_checked = false;           // this shape's first gate was compared on the host as well
+  std::vector<double*> reference_dev;
+  DeviceCompareScratch scratch;
+
+  // The halving search: the screen's settings, and per finalist a timer prepared on its first round.
+  TimingSettings screen = screen_timing(false), rounds = full_timing();
+  struct Prepared {
+    const Variant* v = nullptr;
+    std::size_t next = 0;               // the next rotation set
+    int batch = 1;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    Prepared() = default;
+    Prepared(const Prepared&) = delete;
+    Prepared& operator=(const Prepared&) = delete;
+    ~Prepared() {
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+    }
+  };
+  std::map<std::string, std::unique_ptr<Prepared>> prepared;
+  cudaEvent_t ev_start = nullptr, ev_stop = nullptr;
+
+  PhaseTimes phases;
+  std::vector<std::string> warnings;
+
   void* tensor_ptr(std::size_t set, std::size_t t) const { return arena + set * set_bytes + offsets[t]; }
 
   void release() {
+    prepared.clear();  // the graphs hold pointers into the arena
+    for (double* p : reference_dev) cudaFree(p);
+    reference_dev.clear();
+    cross_checked = false;
     args.clear();  // Args may own nothing on the device, but drop them before the memory they point to
     if (arena) cudaFree(arena);
     if (pristine) cudaFree(pristine);
@@ -265,6 +332,69 @@ struct GpuMeasurer::State {
       r.error += "; this broke the CUDA context, so ktune_bench stops here (rerun to resume after it)";
     }
   }
+
+  Status ensure_events() {
+    if (!ev_start) KTUNE_CUDA_TRY(cudaEventCreate(&ev_start));
+    if (!ev_stop) KTUNE_CUDA_TRY(cudaEventCreate(&ev_stop));
+    return Status::success();
+  }
+
+  Status launch(Prepared& p) { return p.v->run(args[p.next++ % rotations].get(), stream); }
+
+  /// What time_kernel does before its samples: warm-up, the one launch that decides on graph replay,
+  /// and the capture of `batch` launches when it is short. Done once per finalist.
+  Status prepare_timer(Prepared& p, const TimingSettings& t) {
+    for (int i = 0; i < t.warmup; ++i) KTUNE_TRY(launch(p));
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+    KTUNE_TRY(ensure_events());
+    KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
+    KTUNE_TRY(launch(p));
+    KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
+    KTUNE_CUDA_TRY(cudaEventSynchronize(ev_stop));
+    float one_ms = 0;
+    KTUNE_CUDA_TRY(cudaEventElapsedTime(&one_ms, ev_start, ev_stop));
+    const double one_us = one_ms * 1e3;
+    if (t.graph && one_us < t.graph_below_us) {
+      p.batch = static_cast<int>(std::clamp(t.graph_sample_us / std::max(one_us, 1.0), 2.0, static_cast<double>(t.max_batch)));
+      KTUNE_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      Status captured = Status::success();
+      for (int i = 0; i < p.batch && captured.ok(); ++i) captured = launch(p);
+      const cudaError_t end = cudaStreamEndCapture(stream, &p.graph);
+      KTUNE_TRY(captured);
+      KTUNE_CUDA_TRY(end);
+      KTUNE_CUDA_TRY(cudaGraphInstantiate(&p.exec, p.graph, 0));
+    }
+    return Status::success();
+  }
+
+  /// `samples` samples of a prepared timer, after one untimed launch (the first after another
+  /// finalist's round).
+  Status sample_prepared(Prepared& p, int samples, Timed& out) {
+    auto once = [&]() -> Status {
+      if (p.exec) {
+        KTUNE_CUDA_TRY(cudaGraphLaunch(p.exec, stream));
+        return Status::success();
+      }
+      return launch(p);
+    };
+    KTUNE_TRY(once());
+    std::vector<double> us;
+    for (int i = 0; i < std::max(1, samples); ++i) {
+      KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
+      KTUNE_TRY(once());
+      KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
+      KTUNE_CUDA_TRY(cudaEventSynchronize(ev_stop));
+      float ms = 0;
+      KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
+      us.push_back(ms * 1e3 / p.batch);
+    }
+    out.median_us = median(us);
+    out.min_us = *std::min_element(us.begin(), us.end());
+    out.max_us = *std::max_element(us.begin(), us.end());
+    out.samples = static_cast<int>(us.size());
+    out.batch = p.batch;
+    return Status::success();
+  }
 };
 
 GpuMeasurer::GpuMeasurer(std::map<std::string, Spec> specs, int arch, TimingSettings timing, bool cold_l2,
@@ -280,13 +410,30 @@ GpuMeasurer::GpuMeasurer(std::map<std::string, Spec> specs, int arch, TimingSett
 
 GpuMeasurer::~GpuMeasurer() {
   s_->release();
+  if (s_->ev_start) cudaEventDestroy(s_->ev_start);
+  if (s_->ev_stop) cudaEventDestroy(s_->ev_stop);
   if (s_->stream) cudaStreamDestroy(s_->stream);
 }
 
+void GpuMeasurer::set_device_compare(bool on) { s_->device_compare = on; }
+
+void GpuMeasurer::set_search(const TimingSettings& screen, const TimingSettings& rounds) {
+  s_->screen = screen;
+  s_->rounds = rounds;
+}
+
+const PhaseTimes& GpuMeasurer::phases() const { return s_->phases; }
+const std::vector<std::string>& GpuMeasurer::warnings() const { return s_->warnings; }
+
 void GpuMeasurer::end_shape() { s_->release(); }
 
-std::string GpuMeasurer::begin_shape(const ShapeGroup& g) {
+std::string GpuMeasurer::begin_shape(const ShapeGroup& g) { return prepare_group(g, true); }
+
+std::string GpuMeasurer::begin_rounds(const ShapeGroup& g) { return prepare_group(g, false); }
+
+std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference) {
   State& s = *s_;
+  PhaseScope phase(s.phases, PhaseTimes::prepare);
   s.release();
   if (const Status st = s.ensure_stream(); !st.ok()) return describe(st);
   s.harness = HarnessRegistry::global().find(g.op);
@@ -316,17 +463,18 @@ std::string GpuMeasurer::begin_shape(const ShapeGroup& g) {
       if (s.tensors[t].access != Access::write && host[t].size() != s.tensors[t].bytes())
         return "the harness filled tensor " + s.tensors[t].name + " with " + std::to_string(host[t].size()) +
                " bytes, its TensorInfo says " + std::to_string(s.tensors[t].bytes());
-    s.reference = s.harness->reference(g.shape, g.dtype, host);
+    // Rounds of timing only (the finalists passed the gate) need no reference.
+    if (with_reference) s.reference = s.harness->reference(g.shape, g.dtype, host);
   } catch (const std::exception& e) {
     return std::string("the harness failed: ") + e.what();
   }
   for (std::size_t t = 0; t < s.tensors.size(); ++t)
     if (s.tensors[t].is_output()) s.outputs.push_back(t);
-  if (s.reference.size() != s.outputs.size())
+  if (with_reference && s.reference.size() != s.outputs.size())
     return "the harness's reference has " + std::to_string(s.reference.size()) + " outputs, its tensors " +
            std::to_string(s.outputs.size());
   std::size_t host_bytes = 0;
-  for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+  for (std::size_t o = 0; o < s.outputs.size() && with_reference; ++o) {
     const TensorInfo& t = s.tensors[s.outputs[o]];
     if (s.reference[o].size() != t.elements)
       return "the harness's reference of " + t.name + " has " + std::to_string(s.reference[o].size()) +
@@ -361,9 +509,22 @@ std::string GpuMeasurer::begin_shape(const ShapeGroup& g) {
     cudaError_t e = cudaMalloc(&p, s.set_bytes);
     if (e != cudaSuccess) return std::string("cudaMalloc of the pristine inputs: ") + cudaGetErrorString(e);
     s.pristine = static_cast<char*>(p);
-    e = cudaMallocHost(&p, std::max<std::size_t>(host_bytes, 1));
-    if (e != cudaSuccess) return std::string("cudaMallocHost of the output staging: ") + cudaGetErrorString(e);
-    s.host_out = static_cast<char*>(p);
+    if (with_reference) {
+      e = cudaMallocHost(&p, std::max<std::size_t>(host_bytes, 1));
+      if (e != cudaSuccess) return std::string("cudaMallocHost of the output staging: ") + cudaGetErrorString(e);
+      s.host_out = static_cast<char*>(p);
+    }
+  }
+  if (with_reference && s.device_compare && !s.device_compare_off) {
+    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+      void* p = nullptr;
+      const std::size_t bytes = std::max<std::size_t>(s.reference[o].size(), 1) * sizeof(double);
+      cudaError_t e = cudaMalloc(&p, bytes);
+      if (e != cudaSuccess) return std::string("cudaMalloc of the reference on the device: ") + cudaGetErrorString(e);
+      s.reference_dev.push_back(static_cast<double*>(p));
+      e = cudaMemcpy(p, s.reference[o].data(), s.reference[o].size() * sizeof(double), cudaMemcpyHostToDevice);
+      if (e != cudaSuccess) return std::string("copying the reference to the device: ") + cudaGetErrorString(e);
+    }
   }
 
   auto prepare = [&]() -> Status {
@@ -420,6 +581,7 @@ BenchResult GpuMeasurer::blank(const WorkItem& item) const {
 bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   State& s = *s_;
   s.checked = nullptr;
+  PhaseScope phase(s.phases, PhaseTimes::gate);
   // Variants compiled for the newest architecture the device runs (sm_90 code on an sm_100 device, say).
   const int arch = variant_arch(Registry::global(), item.op, item.dtype, s.arch);
   const Variant* v = Registry::global().find(item.op, item.dtype, arch, item.id);
@@ -471,14 +633,54 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
     s.cuda_failure(r, "incorrect: ", st);
     return false;
   }
-  for (std::size_t o = 0; o < s.outputs.size(); ++o) {
-    const std::size_t t = s.outputs[o];
-    st = Status::from_cuda(cudaMemcpyAsync(s.host_out + s.host_offsets[o], s.tensor_ptr(0, t), s.tensors[t].bytes(),
-                                           cudaMemcpyDeviceToHost, s.stream),
-                           "cudaMemcpyAsync(outputs to host)");
-    if (!st.ok()) break;
+  // Compared on the device when it may (the first gate of each shape on the host as well, as a check
+  // of the device comparison), else copied back and compared on the host.
+  auto host_compare = [&](std::vector<Comparison>& out) -> Status {
+    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+      const std::size_t t = s.outputs[o];
+      KTUNE_CUDA_TRY(cudaMemcpyAsync(s.host_out + s.host_offsets[o], s.tensor_ptr(0, t), s.tensors[t].bytes(),
+                                     cudaMemcpyDeviceToHost, s.stream));
+    }
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
+    for (std::size_t o = 0; o < s.outputs.size(); ++o)
+      out.push_back(visit_tensor_type(s.tensors[s.outputs[o]], s.dtype, [&](auto e) {
+        using T = decltype(e);
+        return compare_parallel(reinterpret_cast<const T*>(s.host_out + s.host_offsets[o]), s.reference[o], s.ref_norms[o], s.tol);
+      }));
+    return Status::success();
+  };
+  auto compare_on_device = [&](std::vector<Comparison>& out) -> Status {
+    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+      const std::size_t t = s.outputs[o];
+      Comparison c;
+      KTUNE_TRY(visit_tensor_type(s.tensors[t], s.dtype, [&](auto e) {
+        using T = decltype(e);
+        return device_compare(static_cast<const T*>(s.tensor_ptr(0, t)), s.reference_dev[o], s.tensors[t].elements, s.tol,
+                              s.stream, s.scratch, c);
+      }));
+      out.push_back(c);
+    }
+    return Status::success();
+  };
+  std::vector<Comparison> comparisons;
+  {
+    const bool on_device = s.device_compare && !s.device_compare_off && s.reference_dev.size() == s.outputs.size();
+    st = on_device ? compare_on_device(comparisons) : host_compare(comparisons);
+    if (st.ok() && on_device && !s.cross_checked) {
+      std::vector<Comparison> host;
+      st = host_compare(host);
+      s.cross_checked = true;
+      for (std::size_t o = 0; st.ok() && o < host.size(); ++o)
+        if (!same_verdict(host[o], comparisons[o])) {
+          s.device_compare_off = true;
+          s.warnings.push_back(item.name + ": the device comparison of " + s.tensors[s.outputs[o]].name + " (" +
+                               comparisons[o].summary() + ") disagrees with the host's (" + host[o].summary() +
+                               "): every later gate compares on the host");
+          comparisons = host;
+          break;
+        }
+    }
   }
-  if (st.ok()) st = Status::from_cuda(cudaStreamSynchronize(s.stream), "copying the outputs back");
   if (!st.ok()) {
     s.cuda_failure(r, "error: ", st);
     r.cacheable = r.fatal;
@@ -488,10 +690,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   std::string failure;
   for (std::size_t o = 0; o < s.outputs.size(); ++o) {
     const TensorInfo& t = s.tensors[s.outputs[o]];
-    const Comparison c = visit_tensor_type(t, s.dtype, [&](auto e) {
-      using T = decltype(e);
-      return compare_parallel(reinterpret_cast<const T*>(s.host_out + s.host_offsets[o]), s.reference[o], s.ref_norms[o], s.tol);
-    });
+    const Comparison& c = comparisons[o];
     r.rel_l2 = std::max(r.rel_l2, c.rel_l2);
     r.max_abs = std::max(r.max_abs, c.max_abs);
     if (!c.passed && failure.empty()) failure = t.name + ": " + c.summary();
@@ -514,6 +713,7 @@ bool GpuMeasurer::time(const WorkItem& item, const TimingSettings& timing, Timed
       return false;
     }
   }
+  PhaseScope phase(s.phases, PhaseTimes::timing);
   TimingResult tr;
   const Status st = time_kernel([&](std::size_t set) { return v->run(s.args[set].get(), s.stream); }, s.rotations,
                                 s.stream, to_options(timing), tr);
@@ -537,6 +737,64 @@ BenchResult GpuMeasurer::measure(const WorkItem& item) {
   r.batch = t.batch;
   r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
   return r;
+}
+
+namespace {
+void set_timing(BenchResult& r, const Timed& t) {
+  r.median_us = t.median_us;
+  r.min_us = t.min_us;
+  r.max_us = t.max_us;
+  r.samples = t.samples;
+  r.batch = t.batch;
+  r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
+}
+}  // namespace
+
+BenchResult GpuMeasurer::screen(const WorkItem& item) {
+  BenchResult r = blank(item);
+  if (!check(item, r)) return r;
+  Timed t;
+  if (time(item, s_->screen, t, r)) set_timing(r, t);
+  return r;
+}
+
+BenchResult GpuMeasurer::retime(const WorkItem& item, const BenchResult& previous) {
+  BenchResult r = previous;
+  r.cached = false;
+  Timed t;
+  if (time(item, s_->screen, t, r)) set_timing(r, t);
+  return r;
+}
+
+bool GpuMeasurer::round(const WorkItem& item, int samples, Timed& t, BenchResult& r) {
+  State& s = *s_;
+  PhaseScope phase(s.phases, PhaseTimes::timing);
+  auto it = s.prepared.find(item.id);
+  if (it == s.prepared.end()) {
+    auto p = std::make_unique<State::Prepared>();
+    p->v = Registry::global().find(item.op, item.dtype, variant_arch(Registry::global(), item.op, item.dtype, s.arch), item.id);
+    if (!p->v) {
+      r.error = "cannot implement: variant " + item.id + " is not compiled into this binary";
+      return false;
+    }
+    if (s.args.empty()) {
+      r.error = "error: rounds of " + item.id + " before begin_rounds";
+      r.cacheable = false;
+      return false;
+    }
+    const Status st = s.prepare_timer(*p, s.rounds);
+    if (!st.ok()) {
+      s.cuda_failure(r, "rejected: timing failed: ", st);
+      return false;
+    }
+    it = s.prepared.emplace(item.id, std::move(p)).first;
+  }
+  const Status st = s.sample_prepared(*it->second, samples, t);
+  if (!st.ok()) {
+    s.cuda_failure(r, "rejected: timing failed: ", st);
+    return false;
+  }
+  return true;
 }
 
 BenchResult GpuMeasurer::measure_copy_same_size(const ShapeGroup& g) {
@@ -599,6 +857,7 @@ BenchResult GpuMeasurer::measure_copy_same_size(const ShapeGroup& g) {
   }
   r.cold_l2 = s.cold_l2 && rotations * set_bytes > 2 * s.l2_bytes;
 
+  PhaseScope phase(s.phases, PhaseTimes::timing);
   TimingResult tr;
   Status st = fill_uniform(reinterpret_cast<float*>(buf), rotations * set_bytes / 4, mix64(0xc0b1ull ^ static_cast<std::uint64_t>(moved)), -1.f, 1.f,
                            s.stream);  // random, never zeros: no compression shortcut
@@ -607,7 +866,7 @@ BenchResult GpuMeasurer::measure_copy_same_size(const ShapeGroup& g) {
     st = time_kernel(
         [&](std::size_t set) -> Status {
           const char* src = buf + set * set_bytes;
-          detail::copy16_kernel<><<<blocks, 256, 0, s.stream>>>(reinterpret_cast<const uint4*>(src),
+          ktune::detail::copy16_kernel<><<<blocks, 256, 0, s.stream>>>(reinterpret_cast<const uint4*>(src),
                                                                   reinterpret_cast<uint4*>(buf + set * set_bytes + span), n);
           return Status::from_cuda(cudaGetLastError(), "the same-size copy kernel");
         },

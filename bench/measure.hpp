@@ -10,11 +10,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <ktune/dtype.hpp>
 #include <ktune/status.hpp>
 
 #include <ktune/spec.hpp>
+#include "search.hpp"
 #include "sweep.hpp"
 
 namespace ktune::bench {
@@ -32,26 +34,6 @@ struct DeviceContext {
 /// Facts about the current device. Needs a device.
 Status query_device_context(DeviceContext& out);
 
-/// ktune::TimingOptions, mirrored so host-compiled code can set it.
-struct TimingSettings {
-  int warmup = 3;
-  int min_samples = 10;
-  int max_samples = 200;
-  double stable_rel = 0.005;
-  double max_seconds = 2.0;
-  bool graph = true;
-  double graph_below_us = 20.0;
-  double graph_sample_us = 500.0;
-  int max_batch = 256;
-};
-TimingSettings full_timing();
-TimingSettings quick_timing();
-
-struct Timed {
-  double median_us = 0, min_us = 0, max_us = 0;
-  int samples = 0, batch = 1;
-};
-
 struct Baselines {
   double copy_bytes = 0;          ///< bytes copied per call (moved: twice that)
   double copy_memcpy_gbps = 0, copy_kernel_gbps = 0;
@@ -66,18 +48,43 @@ Status measure_baselines(const TimingSettings& timing, Baselines& out);
 /// The seed of one (op, dtype, shape)'s inputs in a run: below 2^53 so a JSON number holds it.
 std::uint64_t shape_seed(std::uint64_t run_seed, const std::string& op, DType dtype, const std::string& shape_key);
 
-class GpuMeasurer : public Measurer {
+/// Where a run's wall time went, and the process's CPU time over the same spans (all threads): the CPU
+/// time of `timing` over its wall time stays near 1 (the thread waiting on the GPU's events) when no
+/// host work overlaps the timing.
+struct PhaseTimes {
+  enum Phase { prepare, gate, timing, count };
+  double wall_s[count] = {}, cpu_s[count] = {};
+  static const char* name(int p);
+};
+
+class GpuMeasurer : public SearchMeasurer {
  public:
-  /// `specs` by op; `arch`: which compiled variants to run (the device's); `copy_gbps` is recorded
-  /// with each result.
+  /// `specs` by op; `arch`: which compiled variants to run (the device's); `timing`: measure()'s and the
+  /// same-size copy's settings; `copy_gbps` is recorded with each result.
   GpuMeasurer(std::map<std::string, Spec> specs, int arch, TimingSettings timing, bool cold_l2,
               std::uint64_t run_seed, double copy_gbps);
   ~GpuMeasurer() override;
+
+  /// The gate compares on the device (a float64 reference uploaded once per shape) instead of copying
+  /// every output back; the first gate of each shape is compared on the host as well, and a
+  /// disagreement turns the device comparison off for the rest of the run (with a warning).
+  void set_device_compare(bool on);
+  /// The halving search's settings: the screen and the rounds (search.hpp).
+  void set_search(const TimingSettings& screen, const TimingSettings& rounds);
 
   std::string begin_shape(const ShapeGroup& g) override;
   BenchResult measure(const WorkItem& item) override;
   void end_shape() override;
   BenchResult measure_copy_same_size(const ShapeGroup& g) override;
+
+  BenchResult screen(const WorkItem& item) override;
+  BenchResult retime(const WorkItem& item, const BenchResult& previous) override;
+  std::string begin_rounds(const ShapeGroup& g) override;
+  bool round(const WorkItem& item, int samples, Timed& t, BenchResult& r) override;
+
+  const PhaseTimes& phases() const;
+  /// Warnings for the run's summary (e.g. the device comparison turned off).
+  const std::vector<std::string>& warnings() const;
 
   /// A result with the item's names and the group's facts filled in, nothing measured.
   BenchResult blank(const WorkItem& item) const;
@@ -87,6 +94,8 @@ class GpuMeasurer : public Measurer {
   bool time(const WorkItem& item, const TimingSettings& timing, Timed& t, BenchResult& r);
 
  private:
+  /// Inputs, rotation arena and (with_reference) the reference and the gate's buffers of a group.
+  std::string prepare_group(const ShapeGroup& g, bool with_reference);
   struct State;
   std::unique_ptr<State> s_;
 };

@@ -101,6 +101,8 @@ std::string parse_options(const std::vector<std::string>& args, Options& out) {
       }
     } else if (flag == "--quick") {
       err = toggle(out.quick);
+    } else if (flag == "--exhaustive") {
+      err = toggle(out.exhaustive);
     } else if (flag == "--warm-l2") {
       err = toggle(out.warm_l2);
     } else if (flag == "--list") {
@@ -130,6 +132,7 @@ std::string parse_options(const std::vector<std::string>& args, Options& out) {
   if (out.benchmark_format != "json" && out.benchmark_format != "console")
     return "--benchmark_format: ktune_bench prints json or console";
   if (!out.retest.empty() && out.list) return "--retest and --list cannot be combined";
+  if (out.exhaustive && !out.retest.empty()) return "--exhaustive is a way of sweeping; a --retest is timed one way";
   if (!out.gate.empty() && (out.list || !out.retest.empty())) return "--gate cannot be combined with --list or --retest";
   return {};
 }
@@ -139,10 +142,17 @@ std::string usage() {
 
 Usage: ktune_bench [flags] [--benchmark_* flags]
 
-  Sweep (default): for each op, dtype, spec shape and variant: the correctness gate against the float64
-  reference (fresh random inputs, poisoned outputs), the device check, then CUDA-event timing with cold
-  L2 and graph replay for short launches. Results are cached; a rerun re-emits cached results and
-  times only what is missing or changed.
+  Search (default): for each op, dtype, spec shape and variant: the correctness gate against the float64
+  reference (fresh random inputs, poisoned outputs; compared on the device), the device check, then a
+  short CUDA-event timing (the screen) with cold L2 and graph replay for short launches. A screen whose
+  spread is out of line with the shape's other variants is timed again before it can rank or drop
+  anything. Then per shape the finalists (S, the general configuration, the fastest within reach of the
+  best, at most 5) are timed in interleaved rounds. One JSON file (context mode "search") holds the
+  screens and the finalists' rounds (rows with a "rounds" counter). Results are cached; a rerun
+  re-emits cached results and times only what is missing or changed.
+
+  --exhaustive         the method before issue 9: every variant timed in full (context mode "sweep");
+                       tools/tune.sh then re-tests the top K in a separate --retest run
 
   --ops a,b            ops to run (default: every op compiled in)
   --dtypes fp16,bf16   dtypes to run (default: the spec's)

@@ -16,6 +16,8 @@ struct Options {
   std::string shapes;                    ///< --shapes REGEX, searched in the shape key
   std::string variants;                  ///< --variants REGEX, searched in the variant id
   bool quick = false;                    ///< --quick: few samples, for smoke runs
+  bool exhaustive = false;               ///< --exhaustive: the full timing of every variant, no rounds (the
+                                         ///< method before issue 9; tools/tune.sh then re-tests the top K)
   bool warm_l2 = false;                  ///< --warm-l2: no buffer rotation
   bool list = false;                     ///< --list: print what would run; no GPU needed
   bool no_cache = false;                 ///< --no-cache: neither read nor write the result cache

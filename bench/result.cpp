@@ -7,6 +7,7 @@ std::map<std::string, double> counters(const BenchResult& r, double copy_gbps) {
   c["bytes"] = r.bytes;
   c["seed"] = static_cast<double>(r.seed);
   c["cold_l2"] = r.cold_l2 ? 1 : 0;
+  if (r.refined) c["rounds"] = r.rounds;  // what tells a finalist's rounds from its screen in a search file
   if (!r.ok()) return c;
   const double gbps = r.gbps();
   c["GBps"] = gbps;
@@ -28,6 +29,8 @@ std::map<std::string, double> counters(const BenchResult& r, double copy_gbps) {
   c["max_abs"] = r.max_abs;
   c["cached"] = r.cached ? 1 : 0;
   if (r.rounds > 0) c["rounds"] = r.rounds;
+  if (r.remeasured > 0) c["remeasured"] = r.remeasured;
+  if (r.noisy) c["noisy"] = 1;
   return c;
 }
 
@@ -42,7 +45,8 @@ nlohmann::json to_json(const BenchResult& r) {
                         {"registers", r.registers}, {"local_bytes", r.local_bytes},
                         {"occupancy", r.occupancy}, {"rel_l2", r.rel_l2},
                         {"max_abs", r.max_abs},   {"cold_l2", r.cold_l2},
-                        {"seed", r.seed},         {"copy_gbps", r.copy_gbps}};
+                        {"seed", r.seed},         {"copy_gbps", r.copy_gbps},
+                        {"remeasured", r.remeasured}, {"noisy", r.noisy}};
 }
 
 BenchResult result_from_json(const nlohmann::json& j) {
@@ -69,6 +73,8 @@ BenchResult result_from_json(const nlohmann::json& j) {
   j.at("cold_l2").get_to(r.cold_l2);
   j.at("seed").get_to(r.seed);
   j.at("copy_gbps").get_to(r.copy_gbps);
+  r.remeasured = j.value("remeasured", 0);  // absent in lines written before the search
+  r.noisy = j.value("noisy", false);
   return r;
 }
 

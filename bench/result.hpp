@@ -21,6 +21,9 @@ struct BenchResult {
   int samples = 0;
   int batch = 1;                 ///< launches per sample; > 1 means graph replay
   int rounds = 0;                ///< re-test rounds (0 in a sweep)
+  int remeasured = 0;            ///< timings again of a screen whose spread was out of line (search)
+  bool noisy = false;            ///< still out of line after every retry (search): kept as a finalist
+  bool refined = false;          ///< a finalist's rounds (search): reported with a `rounds` counter even on failure
   double bytes = 0;              ///< spec bytes moved per call
   int registers = 0;
   double local_bytes = 0;

@@ -134,6 +134,7 @@ void expect_agreed_row(const nlohmann::json& b) {
 TEST_F(BenchSmoke, SweepWritesTheAgreedJsonAndResumesFromTheCache) {
   const fs::path out = dir / "sweep.json";
   std::vector<std::string> args = common();
+  args.push_back("--exhaustive");
   args.push_back("--benchmark_out=" + out.string());
   args.push_back("--benchmark_out_format=json");
   ASSERT_EQ(bench(args), 0);
@@ -185,6 +186,37 @@ TEST_F(BenchSmoke, SweepWritesTheAgreedJsonAndResumesFromTheCache) {
   ASSERT_NE(copy2, nullptr);
   EXPECT_EQ(copy2->at("cached").get<double>(), 1);
   EXPECT_DOUBLE_EQ(original2->at("copy_same_size_us").get<double>(), copy_us);
+}
+
+TEST_F(BenchSmoke, SearchWritesScreensAndTheFinalistsRoundsInOneFile) {
+  const fs::path out = dir / "search.json";
+  std::vector<std::string> args = common();
+  args.insert(args.end(), {"--benchmark_out=" + out.string(), "--benchmark_out_format=json"});
+  ASSERT_EQ(bench(args), 0);
+  const nlohmann::json j = read_json(out);
+  const nlohmann::json& ctx = j.at("context");
+  EXPECT_EQ(ctx.at("mode"), "search");
+  EXPECT_EQ(ctx.at("search"), "halving");
+  for (const char* k : {"screened", "remeasured", "still_noisy", "finalists", "phase_timing_s", "phase_timing_cpu_s"})
+    EXPECT_TRUE(ctx.contains(k)) << k;
+  const std::string prefix = t.op + "/fp32/" + t.shape + "/";
+  int screens = 0, rounds = 0;
+  for (const nlohmann::json& b : j.at("benchmarks")) {
+    if (b.at("name").get<std::string>().rfind(prefix, 0) != 0) continue;
+    expect_agreed_row(b);
+    if (b.contains("rounds")) {
+      ++rounds;
+      EXPECT_GE(b.at("rounds").get<double>(), 2);  // quick: three rounds; one clearly slower sits out the last
+      EXPECT_LE(b.at("rounds").get<double>(), 3);
+    } else {
+      ++screens;
+    }
+  }
+  EXPECT_EQ(screens, 2);
+  // S and the variant, when it passed, are the finalists and are timed in rounds.
+  const nlohmann::json* variant = row(j, prefix + t.variant);
+  ASSERT_NE(variant, nullptr);
+  EXPECT_EQ(rounds, variant->value("error_occurred", false) ? 0 : 2) << j.dump(2);
 }
 
 TEST_F(BenchSmoke, RetestReportsRoundStatistics) {

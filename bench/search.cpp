@@ -1,0 +1,407 @@
+#include "search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "names.hpp"
+#include "retest.hpp"
+
+namespace ktune::bench {
+
+TimingSettings full_timing() { return TimingSettings{}; }
+
+TimingSettings quick_timing() {
+  TimingSettings t;
+  t.warmup = 1;
+  t.min_samples = 4;
+  t.max_samples = 12;
+  t.stable_rel = 0.02;
+  t.max_seconds = 0.2;
+  t.graph_sample_us = 200.0;
+  return t;
+}
+
+TimingSettings screen_timing(bool quick) {
+  if (quick) return quick_timing();
+  TimingSettings t;
+  t.warmup = 1;           // the one-launch probe that decides on graph replay warms up too
+  t.min_samples = 6;      // samples come 3 at a time: the median is checked at 6, 9, ...
+  t.max_samples = 30;
+  t.stable_rel = 0.01;
+  t.max_seconds = 0.5;
+  t.graph_sample_us = 250.0;
+  return t;
+}
+
+SearchSettings search_settings(bool quick) {
+  SearchSettings s;
+  if (quick) {
+    s.rounds = 3;
+    s.min_rounds = 2;
+    s.tight_samples = s.loose_samples = 4;
+  }
+  return s;
+}
+
+double typical_spread(const std::vector<BenchResult>& results) {
+  std::vector<double> spreads;
+  for (const BenchResult& r : results)
+    if (r.ok() && r.samples > 0) spreads.push_back(r.spread);
+  return median(spreads);
+}
+
+bool out_of_line(const BenchResult& r, double typical, const SearchSettings& s) {
+  return r.ok() && r.samples > 0 && r.spread > s.noise_abs && r.spread > s.noise_rel * typical;
+}
+
+namespace {
+bool competes(const BenchResult& r) { return r.ok() && r.samples > 0 && r.id != "original"; }
+/// The figure a screen competes with: its median when clean, its fastest sample when still noisy.
+double effective(const BenchResult& r) { return r.noisy ? r.min_us : r.median_us; }
+}  // namespace
+
+std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened, const std::string& general,
+                                        const SearchSettings& s) {
+  double best_clean = std::numeric_limits<double>::infinity(), best_any = best_clean;
+  for (const BenchResult& r : screened) {
+    if (!competes(r)) continue;
+    best_any = std::min(best_any, effective(r));
+    if (!r.noisy) best_clean = std::min(best_clean, r.median_us);
+  }
+  const double best = std::isfinite(best_clean) ? best_clean : best_any;
+  std::set<std::size_t> keep;
+  std::vector<std::pair<double, std::size_t>> in_reach;
+  for (std::size_t i = 0; i < screened.size(); ++i) {
+    const BenchResult& r = screened[i];
+    if (!r.ok() || r.samples == 0) continue;
+    if (r.id == "original") {  // the baseline: never a winner, always timed alike
+      keep.insert(i);
+      continue;
+    }
+    if (!general.empty() && r.id == general) keep.insert(i);  // and it competes for a place like the others
+    if (effective(r) > best * (1 + s.reach)) continue;
+    if (r.noisy) keep.insert(i);  // never dropped on a disturbed measurement
+    else in_reach.emplace_back(r.median_us, i);
+  }
+  std::sort(in_reach.begin(), in_reach.end(), [&](const auto& a, const auto& b) {
+    return std::tie(a.first, screened[a.second].id) < std::tie(b.first, screened[b.second].id);
+  });
+  for (std::size_t k = 0; k < in_reach.size() && static_cast<int>(k) < s.top_k; ++k) keep.insert(in_reach[k].second);
+  return {keep.begin(), keep.end()};
+}
+
+std::string general_of(const std::vector<const std::vector<BenchResult>*>& groups) {
+  if (groups.empty()) return {};
+  std::map<std::string, std::pair<double, std::size_t>> logs;  // id -> (sum of logs, groups passed)
+  for (const std::vector<BenchResult>* g : groups) {
+    std::set<std::string> seen;
+    for (const BenchResult& r : *g) {
+      if (!competes(r) || !(r.median_us > 0) || !seen.insert(r.id).second) continue;
+      auto& [sum, n] = logs[r.id];
+      sum += std::log(r.median_us);
+      ++n;
+    }
+  }
+  std::string best;
+  double best_mean = std::numeric_limits<double>::infinity();
+  for (const auto& [id, v] : logs) {  // ids in order: the first of equal means is the smaller id
+    if (v.second != groups.size()) continue;
+    const double mean = std::exp(v.first / static_cast<double>(groups.size()));
+    if (mean < best_mean) {
+      best_mean = mean;
+      best = id;
+    }
+  }
+  return best;
+}
+
+bool clearly_out(const std::vector<double>& mine, const std::vector<double>& leader, const SearchSettings& s) {
+  if (mine.empty() || leader.empty()) return false;
+  const RoundStats l = round_stats(leader);
+  const double margin = std::max(s.out_margin, 2 * l.spread);
+  return *std::min_element(mine.begin(), mine.end()) > l.median * (1 + margin);
+}
+
+std::string refined_key(const std::string& screen_key) { return screen_key + "/refined"; }
+
+WorkCount count_work(const std::vector<ShapeGroup>& groups, const ResultCache& cache) {
+  WorkCount c;
+  for (const ShapeGroup& g : groups) {
+    for (const WorkItem& it : g.items) {
+      ++c.variants;
+      c.cached_variants += !it.key.empty() && cache.find(it.key) != nullptr;
+    }
+    if (!g.copy.name.empty()) {
+      ++c.copies;
+      c.cached_copies += !g.copy.key.empty() && cache.find(g.copy.key) != nullptr;
+    }
+  }
+  return c;
+}
+
+namespace {
+
+BenchResult error_result(const WorkItem& it, const std::string& error) {
+  BenchResult r;
+  r.name = it.name;
+  r.op = it.op;
+  r.dtype = name(it.dtype);
+  r.shape = it.shape.key();
+  r.id = it.id;
+  r.error = error;
+  r.cacheable = false;
+  return r;
+}
+
+/// A refined result starts as its screen without the timing.
+BenchResult refined_from(const BenchResult& screen) {
+  BenchResult r = screen;
+  r.cached = false;
+  r.median_us = r.min_us = r.max_us = r.spread = 0;
+  r.samples = 0;
+  r.batch = 1;
+  r.rounds = 0;
+  r.remeasured = 0;
+  r.noisy = false;
+  r.refined = true;
+  return r;
+}
+
+struct GroupState {
+  BenchResult copy;
+  bool has_copy = false;
+  double copy_us = 0;
+  std::vector<BenchResult> screens;
+  std::vector<BenchResult> refined;
+};
+
+}  // namespace
+
+SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cache, SearchMeasurer& m,
+                         const SearchSettings& s, Progress* progress) {
+  SearchOutcome o;
+  auto store = [&](const std::string& key, const BenchResult& r) {
+    if (key.empty() || !r.cacheable) return;
+    const std::string err = cache.store(key, r);
+    if (!err.empty()) o.warnings.push_back(err);
+  };
+  auto emit = [&](std::vector<GroupState>& states) {
+    for (GroupState& st : states) {
+      if (st.has_copy) o.results.push_back(std::move(st.copy));
+      for (BenchResult& r : st.screens) o.results.push_back(std::move(r));
+      for (BenchResult& r : st.refined) o.results.push_back(std::move(r));
+    }
+  };
+  auto abort_with = [&](const std::string& reason) {
+    o.aborted = true;
+    o.abort_reason = reason;
+  };
+
+  for (std::size_t first = 0; first < groups.size() && !o.aborted;) {
+    std::size_t end = first;
+    while (end < groups.size() && groups[end].op == groups[first].op && groups[end].dtype == groups[first].dtype) ++end;
+    std::vector<GroupState> states(end - first);
+
+    // ---- screens, one group at a time -----------------------------------------------------------
+    for (std::size_t gi = first; gi < end && !o.aborted; ++gi) {
+      const ShapeGroup& g = groups[gi];
+      GroupState& st = states[gi - first];
+      if (!g.copy.name.empty()) {  // the copy row first, before the group's buffers exist
+        if (const BenchResult* hit = g.copy.key.empty() ? nullptr : cache.find(g.copy.key)) {
+          st.copy = *hit;
+          st.copy.cached = true;
+          ++o.from_cache;
+        } else {
+          if (progress) progress->before(g.copy.name);
+          st.copy = m.measure_copy_same_size(g);
+          if (progress) progress->after();
+          ++o.measured;
+          store(g.copy.key, st.copy);
+        }
+        st.has_copy = true;
+        if (st.copy.ok()) st.copy_us = st.copy.median_us;
+        if (st.copy.fatal) {
+          abort_with(g.copy.name + ": " + st.copy.error);
+          break;
+        }
+      }
+      std::vector<const BenchResult*> hits;
+      bool any_missing = false;
+      for (const WorkItem& it : g.items) {
+        hits.push_back(it.key.empty() ? nullptr : cache.find(it.key));
+        any_missing = any_missing || !hits.back();
+      }
+      const std::string prepare_error = any_missing ? m.begin_shape(g) : std::string();
+      std::vector<std::size_t> fresh;
+      for (std::size_t i = 0; i < g.items.size(); ++i) {
+        const WorkItem& it = g.items[i];
+        if (hits[i]) {
+          BenchResult r = *hits[i];
+          r.cached = true;
+          r.copy_same_size_us = st.copy_us;
+          st.screens.push_back(std::move(r));
+          ++o.from_cache;
+          continue;
+        }
+        if (progress) progress->before(it.name);
+        BenchResult r = prepare_error.empty() ? m.screen(it) : error_result(it, "error: " + prepare_error);
+        if (progress) progress->after();
+        ++o.measured;
+        r.copy_same_size_us = st.copy_us;
+        if (!r.ok()) store(it.key, r);  // a failure is final; a passing screen is stored after the noise check
+        else fresh.push_back(i);
+        const bool fatal = r.fatal;
+        st.screens.push_back(std::move(r));
+        if (fatal) {
+          abort_with(it.name + ": " + st.screens.back().error);
+          break;
+        }
+      }
+      // Out-of-line screens are timed again while the group's buffers exist, before anything ranks.
+      if (any_missing && prepare_error.empty() && !o.aborted) {
+        const double typical = typical_spread(st.screens);
+        for (std::size_t i : fresh) {
+          BenchResult& r = st.screens[i];
+          for (int t = 1; t <= s.noise_retries && out_of_line(r, typical, s); ++t) {
+            BenchResult again = m.retime(g.items[i], r);
+            again.copy_same_size_us = st.copy_us;
+            again.remeasured = t;
+            if (!again.ok()) {
+              const bool fatal = again.fatal;
+              r = std::move(again);
+              store(g.items[i].key, r);
+              if (fatal) abort_with(g.items[i].name + ": " + r.error);
+              break;
+            }
+            if (!out_of_line(again, typical, s) || again.spread < r.spread) r = std::move(again);
+            else r.remeasured = t;
+          }
+          if (o.aborted) break;
+          r.noisy = out_of_line(r, typical, s);
+          if (r.ok()) store(g.items[i].key, r);
+        }
+      }
+      if (any_missing) m.end_shape();
+    }
+    if (o.aborted) {
+      emit(states);
+      break;
+    }
+
+    // ---- the general configuration of this op and dtype, from the screens -----------------------
+    std::vector<const std::vector<BenchResult>*> screens;
+    for (const GroupState& st : states) screens.push_back(&st.screens);
+    const std::string general = general_of(screens);
+
+    // ---- the finalists of each group, in interleaved rounds -------------------------------------
+    for (std::size_t gi = first; gi < end && !o.aborted; ++gi) {
+      const ShapeGroup& g = groups[gi];
+      GroupState& st = states[gi - first];
+      const std::vector<std::size_t> fin = pick_finalists(st.screens, general, s);
+      o.finalists += fin.size();
+      if (fin.size() < 2) {  // nothing to compare: the screens stand
+        if (progress) progress->after();
+        continue;
+      }
+      std::vector<const BenchResult*> hits;
+      bool all_cached = true;
+      for (std::size_t i : fin) {
+        hits.push_back(cache.find(refined_key(g.items[i].key)));
+        all_cached = all_cached && hits.back();
+      }
+      if (all_cached) {
+        for (const BenchResult* h : hits) {
+          BenchResult r = *h;
+          r.cached = true;
+          r.refined = true;
+          r.copy_same_size_us = st.copy_us;
+          st.refined.push_back(std::move(r));
+          ++o.from_cache;
+        }
+        if (progress) progress->after();
+        continue;
+      }
+      if (progress) progress->before(g.op + "/" + name(g.dtype) + "/" + g.shape.key() + " (" + std::to_string(fin.size()) + " finalists)");
+      const std::string err = m.begin_rounds(g);
+      if (!err.empty()) {
+        // The screens stand for this group; its variants are not excluded for a failure of the run.
+        o.warnings.push_back(g.op + "/" + name(g.dtype) + "/" + g.shape.key() + ": no rounds: " + err);
+        m.end_shape();
+        if (progress) progress->after();
+        continue;
+      }
+      std::vector<BenchResult> refined;
+      for (std::size_t i : fin) {
+        refined.push_back(refined_from(st.screens[i]));
+        refined.back().copy_same_size_us = st.copy_us;
+      }
+      std::vector<std::vector<double>> medians(fin.size());
+      std::vector<bool> live(fin.size(), true), out(fin.size(), false);
+      for (int round = 0; round < s.rounds && !o.aborted; ++round) {
+        for (std::size_t k : round_order(fin.size(), static_cast<std::size_t>(round))) {
+          if (!live[k] || out[k]) continue;
+          const BenchResult& screen = st.screens[fin[k]];
+          const int samples = screen.spread <= s.tight_spread ? s.tight_samples : s.loose_samples;
+          Timed t;
+          BenchResult& r = refined[k];
+          if (!m.round(g.items[fin[k]], samples, t, r)) {
+            live[k] = false;
+            if (r.fatal) {
+              abort_with(g.items[fin[k]].name + ": " + r.error);
+              break;
+            }
+            continue;
+          }
+          ++o.rounds_run;
+          medians[k].push_back(t.median_us);
+          r.min_us = r.samples ? std::min(r.min_us, t.min_us) : t.min_us;
+          r.max_us = std::max(r.max_us, t.max_us);
+          r.samples += t.samples;
+          r.batch = std::max(r.batch, t.batch);
+        }
+        if (round + 1 < s.min_rounds || round + 1 == s.rounds) continue;
+        // Successive halving over rounds: the clearly slower finalists sit out the remaining rounds.
+        std::size_t leader = fin.size();
+        for (std::size_t k = 0; k < fin.size(); ++k) {
+          if (!live[k] || out[k] || medians[k].empty() || st.screens[fin[k]].id == "original") continue;
+          if (leader == fin.size() || median(medians[k]) < median(medians[leader])) leader = k;
+        }
+        if (leader == fin.size()) continue;
+        for (std::size_t k = 0; k < fin.size(); ++k)
+          if (k != leader && live[k] && !out[k] && clearly_out(medians[k], medians[leader], s)) {
+            out[k] = true;
+            ++o.left_out;
+          }
+      }
+      for (std::size_t k = 0; k < fin.size(); ++k) {
+        BenchResult& r = refined[k];
+        if (r.ok() && !medians[k].empty()) {
+          const RoundStats rs = round_stats(medians[k]);
+          r.median_us = rs.median;
+          r.spread = rs.spread;
+          r.rounds = static_cast<int>(medians[k].size());
+        }
+        if ((r.ok() && r.rounds > 0) || (!r.ok() && r.cacheable)) store(refined_key(g.items[fin[k]].key), r);
+        if (r.ok() && r.rounds == 0) continue;  // never timed (the run stopped first)
+        st.refined.push_back(std::move(r));
+      }
+      m.end_shape();
+      if (progress) progress->after();
+    }
+    emit(states);
+    first = end;
+  }
+  for (const BenchResult& r : o.results)
+    if (!r.refined && !r.id.empty()) {
+      o.screened += r.ok();
+      o.remeasured += r.remeasured > 0;
+      o.still_noisy += r.noisy;
+    }
+  return o;
+}
+
+}  // namespace ktune::bench

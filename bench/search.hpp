@@ -1,0 +1,136 @@
+// bench/search.hpp: how a run spends its GPU time, independent of the GPU (CPU-tested in tests/bench).
+//
+// Two methods (bench/README.md, "Search"):
+//
+// - exhaustive (`--exhaustive`, the method before issue 9): every variant gated and timed with the full
+//   settings (run_sweep in sweep.hpp); then `ktune select --topk` and a separate `--retest` process time
+//   the top K of each shape in interleaved rounds.
+// - halving (the default): per (op, dtype), first every shape's variants are gated and *screened* (a
+//   short timing); a screen whose spread is out of line with the shape's other variants is timed again
+//   before it can rank or drop anything; then the general configuration is picked (best geometric mean of
+//   the screens), and per shape only the finalists (S, the general configuration, and the fastest
+//   variants within reach of the best screen, at most K) are timed in interleaved rounds in the same
+//   process, with the graphs captured once, fewer samples where the spread is tight, and finalists that
+//   are clearly out after a few rounds left out of the remaining ones.
+//
+// A variant is dropped from the finalists only on a clean screen: one still out of line after the
+// retries stays a finalist unless even its fastest sample is out of reach.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "cache.hpp"
+#include "result.hpp"
+#include "sweep.hpp"
+
+namespace ktune::bench {
+
+/// ktune::TimingOptions, mirrored so host-compiled code can set it.
+struct TimingSettings {
+  int warmup = 3;
+  int min_samples = 10;
+  int max_samples = 200;
+  double stable_rel = 0.005;
+  double max_seconds = 2.0;
+  bool graph = true;
+  double graph_below_us = 20.0;
+  double graph_sample_us = 500.0;
+  int max_batch = 256;
+};
+TimingSettings full_timing();   ///< the exhaustive sweep's and the same-size copy's
+TimingSettings quick_timing();  ///< --quick
+/// The halving search's screen: fewer samples, shorter graph replays (fewer launches to capture).
+TimingSettings screen_timing(bool quick);
+
+struct Timed {
+  double median_us = 0, min_us = 0, max_us = 0;
+  int samples = 0, batch = 1;
+};
+
+struct SearchSettings {
+  int top_k = 5;               ///< finalists per shape besides S and the general configuration
+  double reach = 0.10;         ///< a finalist's screen is within this of the best screen
+  double noise_abs = 0.10;     ///< a screen spread above this ...
+  double noise_rel = 4.0;      ///< ... and above this many times the shape's typical spread is out of line
+  int noise_retries = 2;       ///< timings again of an out-of-line screen
+  int rounds = 7;              ///< interleaved rounds of the finalists
+  int min_rounds = 3;          ///< rounds every finalist gets before any is left out
+  double out_margin = 0.03;    ///< left out after min_rounds: fastest round > leader x (1 + max(this, 2 x its spread))
+  double tight_spread = 0.02;  ///< a screen spread at most this gets tight_samples per round, else loose_samples
+  int tight_samples = 10, loose_samples = 20;
+};
+SearchSettings search_settings(bool quick);
+
+/// Median of the spreads of the passing results (0 when none).
+double typical_spread(const std::vector<BenchResult>& results);
+
+/// A passing result whose spread is out of line: above the absolute level and above `noise_rel` times
+/// the shape's typical spread.
+bool out_of_line(const BenchResult& r, double typical, const SearchSettings& s);
+
+/// The finalists of one shape, as indices into `screened` (parallel to the group's items), in item
+/// order: S ("original") and `general` whenever they passed, and the fastest `top_k` variants (the general
+/// configuration counts among them when it is one) whose screen median is within `reach` of the best clean screen (a noisy screen competes with its
+/// fastest sample, so it is dropped only when even that is out of reach). None when nothing passed.
+std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened, const std::string& general,
+                                        const SearchSettings& s);
+
+/// The general configuration from the screens of one (op, dtype): the variant (not S) passing on every
+/// group with the best geometric mean of its screen medians; ties go to the smaller id (the rule
+/// `ktune select` applies to sweep times). Empty when none passes everywhere.
+std::string general_of(const std::vector<const std::vector<BenchResult>*>& groups);
+
+/// After at least `min_rounds`: whether a finalist is clearly out, i.e. its fastest round median is
+/// above the leader's median by more than max(out_margin, 2 x the leader's spread over its rounds).
+bool clearly_out(const std::vector<double>& mine, const std::vector<double>& leader, const SearchSettings& s);
+
+/// The halving search's GPU half (bench/measure.cu implements it; tests fake it).
+class SearchMeasurer : public Measurer {
+ public:
+  /// Gate, device check and a screening timing of one variant of the current group (begin_shape).
+  virtual BenchResult screen(const WorkItem& item) = 0;
+  /// Times again a variant of the current group that passed screen() (no new gate). Returns the new
+  /// timing in a copy of `previous`, or an error result.
+  virtual BenchResult retime(const WorkItem& item, const BenchResult& previous) = 0;
+  /// Prepares the group for rounds of timing only: inputs and rotation, no reference and no gate (the
+  /// finalists passed it). end_shape() releases it.
+  virtual std::string begin_rounds(const ShapeGroup& g) = 0;
+  /// One round of `item`: `samples` samples; its graph is captured on its first round and replayed in
+  /// the later ones. False (with r.error) when timing failed.
+  virtual bool round(const WorkItem& item, int samples, Timed& t, BenchResult& r) = 0;
+};
+
+/// The cache key of a variant's refined (rounds) result, from its screen key.
+std::string refined_key(const std::string& screen_key);
+
+struct SearchOutcome {
+  std::vector<BenchResult> results;  ///< per group: the copy row, every screen, then the finalists' refined rows
+  std::size_t measured = 0, from_cache = 0;
+  std::size_t screened = 0;          ///< passing screens
+  std::size_t remeasured = 0;        ///< screens timed again because their spread was out of line
+  std::size_t still_noisy = 0;       ///< of those, out of line after every retry
+  std::size_t finalists = 0, rounds_run = 0, left_out = 0;
+  bool aborted = false;
+  std::string abort_reason;
+  std::vector<std::string> warnings;
+};
+
+/// Runs the halving search over `groups` (plan order: groups of one op and dtype are contiguous).
+/// Screens and refined rows are cached (refined under refined_key); a rerun re-emits them and times
+/// only what is missing. Progress counts screens to time and groups to refine.
+SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cache, SearchMeasurer& m,
+                         const SearchSettings& s, Progress* progress);
+
+/// What a run has to do: benchmarks (variants), same-size copy rows, and how many of both the cache
+/// holds. `to_measure()` never exceeds `total()`.
+struct WorkCount {
+  std::size_t variants = 0, copies = 0, cached_variants = 0, cached_copies = 0;
+  std::size_t total() const { return variants + copies; }
+  std::size_t cached() const { return cached_variants + cached_copies; }
+  std::size_t to_measure() const { return total() - cached(); }
+};
+WorkCount count_work(const std::vector<ShapeGroup>& groups, const ResultCache& cache);
+
+}  // namespace ktune::bench

@@ -1,0 +1,392 @@
+// The halving search's rules and its order of work, with a fake measurer (no GPU): out-of-line screens
+// are timed again before they rank, a variant leaves the finalists only on a clean screen, the
+// finalists' rounds, resume from the cache, and the run's work count.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "bench/names.hpp"
+#include "bench/search.hpp"
+
+namespace ktune::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+BenchResult screen_of(const std::string& id, double median, double spread, bool noisy = false) {
+  BenchResult r;
+  r.id = id;
+  r.name = "toy/fp16/tokens=1/" + id;
+  r.median_us = median;
+  r.min_us = median * (1 - spread / 2);
+  r.max_us = median * (1 + spread / 2);
+  r.spread = spread;
+  r.samples = 9;
+  r.noisy = noisy;
+  return r;
+}
+
+BenchResult failed(const std::string& id) {
+  BenchResult r;
+  r.id = id;
+  r.error = "incorrect: out: FAIL";
+  return r;
+}
+
+std::vector<std::string> ids_of(const std::vector<BenchResult>& rs, const std::vector<std::size_t>& idx) {
+  std::vector<std::string> out;
+  for (std::size_t i : idx) out.push_back(rs[i].id);
+  return out;
+}
+
+TEST(BenchSearchRules, TypicalSpreadIsTheMedianOverPassingScreens) {
+  EXPECT_EQ(typical_spread({}), 0);
+  EXPECT_DOUBLE_EQ(typical_spread({screen_of("a", 1, 0.01), screen_of("b", 1, 0.03), screen_of("c", 1, 0.5), failed("d")}), 0.03);
+}
+
+TEST(BenchSearchRules, OutOfLineNeedsBothTheAbsoluteLevelAndTheShapesTypicalSpread) {
+  const SearchSettings s;  // 10% and 4x the typical spread
+  EXPECT_TRUE(out_of_line(screen_of("a", 7.95, 0.51), 0.004, s));   // issue 9's first example
+  EXPECT_TRUE(out_of_line(screen_of("a", 7.55, 3.0), 0.004, s));    // and its second
+  EXPECT_FALSE(out_of_line(screen_of("a", 1, 0.08), 0.004, s));     // under the absolute level
+  EXPECT_FALSE(out_of_line(screen_of("a", 1, 0.30), 0.10, s));      // in line with a noisy shape
+  EXPECT_FALSE(out_of_line(failed("a"), 0.004, s));
+}
+
+TEST(BenchSearchRules, FinalistsAreSTheGeneralAndTheFastestWithinReach) {
+  SearchSettings s;
+  s.top_k = 2;
+  s.reach = 0.10;
+  const std::vector<BenchResult> rs = {screen_of("original", 3.0, 0.01), screen_of("a", 1.00, 0.01), screen_of("b", 1.05, 0.01),
+                                       screen_of("c", 1.02, 0.01), screen_of("d", 1.50, 0.01), screen_of("g", 2.00, 0.01),
+                                       failed("e")};
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, "g", s)), (std::vector<std::string>{"original", "a", "c", "g"}));
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, "", s)), (std::vector<std::string>{"original", "a", "c"}));
+  s.top_k = 5;
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, "", s)), (std::vector<std::string>{"original", "a", "b", "c"}));  // d is out of reach
+  EXPECT_TRUE(pick_finalists({failed("original"), failed("a")}, "a", s).empty());
+}
+
+TEST(BenchSearchRules, ANoisyScreenIsDroppedOnlyWhenEvenItsFastestSampleIsOutOfReach) {
+  SearchSettings s;
+  s.top_k = 1;
+  std::vector<BenchResult> rs = {screen_of("a", 1.00, 0.01), screen_of("b", 1.01, 0.01), screen_of("n", 8.0, 1.9, true),
+                                 screen_of("m", 8.0, 0.2, true)};
+  // n: median 8 but fastest sample 0.4: kept beyond the top K; m: even its fastest (7.2) is out of reach.
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, "", s)), (std::vector<std::string>{"a", "n"}));
+  // The best a noisy screen offers does not move the reach of the clean ones.
+  rs[2] = screen_of("n", 0.5, 0.01, true);
+  rs[2].min_us = 0.5;
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, "", s)), (std::vector<std::string>{"a", "n"}));
+}
+
+TEST(BenchSearchRules, GeneralConfigurationIsTheBestGeometricMeanAmongThoseCorrectEverywhere) {
+  const std::vector<BenchResult> g1 = {screen_of("original", 9, 0.01), screen_of("a", 1, 0.01), screen_of("b", 4, 0.01),
+                                       screen_of("c", 0.5, 0.01)};
+  const std::vector<BenchResult> g2 = {screen_of("original", 9, 0.01), screen_of("a", 4, 0.01), screen_of("b", 1, 0.01),
+                                       failed("c")};
+  EXPECT_EQ(general_of({&g1, &g2}), "a");  // a and b tie (geomean 2): the smaller id; c failed on g2
+  EXPECT_EQ(general_of({&g1}), "c");
+  EXPECT_EQ(general_of({}), "");
+}
+
+TEST(BenchSearchRules, AFinalistIsClearlyOutWhenItsFastestRoundIsBeyondTheLeadersBand) {
+  const SearchSettings s;  // margin max(3%, 2 x leader spread)
+  EXPECT_TRUE(clearly_out({1.10, 1.08, 1.09}, {1.00, 1.01, 1.00}, s));
+  EXPECT_FALSE(clearly_out({1.10, 1.02, 1.09}, {1.00, 1.01, 1.00}, s));
+  EXPECT_FALSE(clearly_out({1.10, 1.08, 1.09}, {1.00, 1.06, 1.00}, s));  // a wide leader widens the margin
+  EXPECT_FALSE(clearly_out({}, {1.0}, s));
+}
+
+// ---- the run ---------------------------------------------------------------------------------------
+
+/// Times: base(id) x (1 + shape index); `disturbed` ids get one out-of-line screen first (issue 9's case:
+/// median 5x, spread 0.5), `always_noisy` ids every time; rounds return the true time.
+class FakeSearch : public SearchMeasurer {
+ public:
+  std::map<std::string, double> base;
+  std::set<std::string> disturbed, always_noisy;
+  std::string crash_on;  ///< a benchmark name
+  std::vector<std::string> log;  ///< "screen X", "retime X", "round X", "begin", "rounds", "end", "copy"
+  int open = 0;
+  std::map<std::string, int> screens_of;
+
+  double truth(const WorkItem& it) const { return base.at(it.id) * (1 + static_cast<double>(it.shape.dims[0].second)); }
+  BenchResult timed(const WorkItem& it, bool noisy) {
+    BenchResult r;
+    r.name = it.name;
+    r.op = it.op;
+    r.dtype = name(it.dtype);
+    r.shape = it.shape.key();
+    r.id = it.id;
+    const double t = truth(it);
+    r.median_us = noisy ? 5 * t : t;
+    r.spread = noisy ? 0.5 : 0.01;
+    r.min_us = noisy ? 0.9 * t : t;
+    r.max_us = r.median_us * (1 + r.spread);
+    r.samples = 9;
+    return r;
+  }
+  std::string begin_shape(const ShapeGroup&) override {
+    ++open;
+    log.push_back("begin");
+    return {};
+  }
+  BenchResult measure(const WorkItem& it) override { return timed(it, false); }
+  void end_shape() override {
+    --open;
+    log.push_back("end");
+  }
+  BenchResult measure_copy_same_size(const ShapeGroup& g) override {
+    log.push_back("copy");
+    BenchResult r;
+    r.name = g.copy.name;
+    r.median_us = 0.5;
+    r.samples = 10;
+    return r;
+  }
+  BenchResult screen(const WorkItem& it) override {
+    log.push_back("screen " + it.id);
+    const int n = ++screens_of[it.name];
+    BenchResult r = timed(it, always_noisy.count(it.id) || (disturbed.count(it.id) && n == 1));
+    if (it.name == crash_on) {
+      r.error = "incorrect: an illegal memory access; this broke the CUDA context";
+      r.fatal = true;
+    }
+    return r;
+  }
+  BenchResult retime(const WorkItem& it, const BenchResult& previous) override {
+    log.push_back("retime " + it.id);
+    BenchResult r = timed(it, always_noisy.count(it.id) > 0);
+    r.registers = previous.registers;
+    return r;
+  }
+  std::string begin_rounds(const ShapeGroup&) override {
+    ++open;
+    log.push_back("rounds");
+    return {};
+  }
+  bool round(const WorkItem& it, int samples, Timed& t, BenchResult&) override {
+    log.push_back("round " + it.id);
+    t.median_us = t.min_us = t.max_us = truth(it);
+    t.samples = samples;
+    return true;
+  }
+  std::size_t count(const std::string& entry) const { return static_cast<std::size_t>(std::count(log.begin(), log.end(), entry)); }
+};
+
+std::vector<ShapeGroup> toy_groups(int shapes, const std::vector<std::string>& ids) {
+  std::vector<ShapeGroup> out;
+  for (int s = 0; s < shapes; ++s) {
+    ShapeGroup g;
+    g.op = "toy";
+    g.dtype = DType::f16;
+    g.shape.dims = {{"tokens", s}};
+    g.copy = WorkItem{g.op, g.dtype, g.shape, std::string(copy_same_size_id), "ktune/copy_same_size/toy/fp16/" + g.shape.key(), ""};
+    g.copy.key = "key:" + g.copy.name;
+    for (const std::string& id : ids) {
+      WorkItem it{g.op, g.dtype, g.shape, id, "toy/fp16/" + g.shape.key() + "/" + id, ""};
+      it.key = "key:" + it.name;
+      g.items.push_back(it);
+    }
+    out.push_back(g);
+  }
+  return out;
+}
+
+class BenchSearch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path = (fs::temp_directory_path() /
+            ("ktune_search_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".jsonl"))
+               .string();
+    fs::remove(path);
+    m.base = {{"original", 3.0}, {"a", 1.0}, {"b", 1.02}, {"c", 1.5}, {"d", 1.04}, {"e", 1.06}, {"f", 2.5}};
+    settings.top_k = 2;
+  }
+  void TearDown() override { fs::remove(path); }
+  std::string path;
+  FakeSearch m;
+  SearchSettings settings;
+  const std::vector<std::string> ids{"original", "a", "b", "c", "d", "e", "f"};
+};
+
+const BenchResult* find(const SearchOutcome& o, const std::string& name, bool refined) {
+  for (const BenchResult& r : o.results)
+    if (r.name == name && r.refined == refined) return &r;
+  return nullptr;
+}
+
+TEST_F(BenchSearch, ScreensEveryVariantThenRoundsOnlyForTheFinalists) {
+  const auto work = toy_groups(2, ids);
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
+  ASSERT_FALSE(o.aborted) << o.abort_reason;
+  EXPECT_EQ(m.open, 0);
+  EXPECT_EQ(o.screened, 14u);
+  EXPECT_EQ(o.remeasured, 0u);
+  // Every screen of the op and dtype comes before any round (the general configuration needs them all).
+  const auto first_round = std::find(m.log.begin(), m.log.end(), "rounds") - m.log.begin();
+  const auto last_screen = std::find(m.log.rbegin(), m.log.rend(), "screen f").base() - m.log.begin();
+  EXPECT_LT(last_screen, first_round);
+  // General configuration: a (fastest everywhere). Finalists per shape: S, a (general, and first of the top
+  // 2), b.
+  EXPECT_EQ(m.count("round a"), 2u * settings.rounds);
+  EXPECT_EQ(m.count("round b"), 2u * settings.rounds);
+  EXPECT_EQ(m.count("round c"), 0u);
+  EXPECT_EQ(m.count("round f"), 0u);
+  EXPECT_EQ(m.count("round d"), 0u);  // 1.04: within reach but not in the top 2
+  // Per group: the copy row, seven screens, then the finalists' rounds.
+  ASSERT_EQ(o.results.size(), 2u * (1 + 7 + 3));
+  EXPECT_EQ(o.results[0].name, "ktune/copy_same_size/toy/fp16/tokens=0");
+  EXPECT_EQ(o.results[1].name, "toy/fp16/tokens=0/original");
+  EXPECT_FALSE(o.results[1].refined);
+  const BenchResult* a = find(o, "toy/fp16/tokens=1/a", true);
+  ASSERT_NE(a, nullptr);
+  EXPECT_DOUBLE_EQ(a->median_us, 2.0);
+  EXPECT_EQ(a->rounds, settings.rounds);
+  EXPECT_EQ(a->samples, settings.rounds * settings.tight_samples);  // a tight screen: fewer samples per round
+  EXPECT_DOUBLE_EQ(a->copy_same_size_us, 0.5);
+  EXPECT_EQ(counters(*a, 1000).at("rounds"), settings.rounds);
+}
+
+TEST_F(BenchSearch, ClearlySlowerFinalistsSitOutTheLaterRounds) {
+  const auto work = toy_groups(1, ids);
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
+  // S (3x the leader) is out after min_rounds; b (2% behind) stays within the margin.
+  EXPECT_EQ(m.count("round original"), static_cast<std::size_t>(settings.min_rounds));
+  EXPECT_EQ(m.count("round b"), static_cast<std::size_t>(settings.rounds));
+  EXPECT_EQ(o.left_out, 1u);
+  const BenchResult* s = find(o, "toy/fp16/tokens=0/original", true);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->rounds, settings.min_rounds);  // still a refined figure: the speedup over S needs it
+}
+
+TEST_F(BenchSearch, AnOutOfLineScreenIsTimedAgainBeforeItRanks) {
+  m.disturbed = {"a"};  // the fastest variant, disturbed at its first screen
+  const auto work = toy_groups(1, ids);
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
+  EXPECT_EQ(m.count("retime a"), 1u);
+  EXPECT_EQ(o.remeasured, 1u);
+  EXPECT_EQ(o.still_noisy, 0u);
+  const BenchResult* a = find(o, "toy/fp16/tokens=0/a", false);
+  ASSERT_NE(a, nullptr);
+  EXPECT_DOUBLE_EQ(a->median_us, 1.0);  // the clean figure
+  EXPECT_EQ(a->remeasured, 1);
+  EXPECT_FALSE(a->noisy);
+  EXPECT_EQ(counters(*a, 1000).at("remeasured"), 1);
+  EXPECT_EQ(m.count("round a"), static_cast<std::size_t>(settings.rounds));  // and it is a finalist
+  // The retime happens while the group is open, before its end.
+  const auto retime = std::find(m.log.begin(), m.log.end(), "retime a") - m.log.begin();
+  const auto end = std::find(m.log.begin(), m.log.end(), "end") - m.log.begin();
+  EXPECT_LT(retime, end);
+}
+
+TEST_F(BenchSearch, AScreenStillOutOfLineAfterTheRetriesStaysAFinalist) {
+  m.always_noisy = {"b"};
+  const auto work = toy_groups(1, ids);
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
+  EXPECT_EQ(m.count("retime b"), static_cast<std::size_t>(settings.noise_retries));
+  EXPECT_EQ(o.still_noisy, 1u);
+  const BenchResult* b = find(o, "toy/fp16/tokens=0/b", false);
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(b->noisy);
+  EXPECT_EQ(b->remeasured, settings.noise_retries);
+  EXPECT_EQ(counters(*b, 1000).at("noisy"), 1);
+  // Its median (5.1) is out of reach, its fastest sample is not: not dropped on a disturbed figure.
+  EXPECT_GT(m.count("round b"), 0u);
+}
+
+TEST_F(BenchSearch, ARerunComesFromTheCacheWithTheSameFigures) {
+  m.disturbed = {"a"};
+  const auto work = toy_groups(2, ids);
+  SearchOutcome first;
+  {
+    ResultCache cache(path);
+    ASSERT_EQ(cache.load(), "");
+    first = run_search(work, cache, m, settings, nullptr);
+  }
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  FakeSearch again;
+  again.base = m.base;
+  const SearchOutcome o = run_search(work, cache, again, settings, nullptr);
+  EXPECT_EQ(o.measured, 0u);
+  EXPECT_TRUE(again.log.empty());
+  ASSERT_EQ(o.results.size(), first.results.size());
+  for (std::size_t i = 0; i < o.results.size(); ++i) {
+    SCOPED_TRACE(o.results[i].name);
+    EXPECT_TRUE(o.results[i].cached);
+    EXPECT_EQ(o.results[i].refined, first.results[i].refined);
+    EXPECT_DOUBLE_EQ(o.results[i].median_us, first.results[i].median_us);
+    EXPECT_EQ(o.results[i].remeasured, first.results[i].remeasured);
+    EXPECT_EQ(o.results[i].rounds, first.results[i].rounds);
+  }
+  EXPECT_EQ(first.remeasured, 2u);  // a's first screen on each shape
+  EXPECT_EQ(o.remeasured, 2u);      // counted from the re-emitted screens too
+}
+
+TEST_F(BenchSearch, AKernelThatBreaksTheContextStopsTheRunAndTheRerunResumesAfterIt) {
+  m.crash_on = "toy/fp16/tokens=0/c";
+  const auto work = toy_groups(2, ids);
+  {
+    ResultCache cache(path);
+    ASSERT_EQ(cache.load(), "");
+    const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
+    EXPECT_TRUE(o.aborted);
+    EXPECT_NE(o.abort_reason.find("toy/fp16/tokens=0/c"), std::string::npos);
+    EXPECT_EQ(m.open, 0);
+    EXPECT_EQ(m.count("rounds"), 0u);
+  }
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  FakeSearch again;
+  again.base = m.base;
+  again.crash_on = "toy/fp16/tokens=0/c";  // would crash again if it were re-run
+  const SearchOutcome o = run_search(work, cache, again, settings, nullptr);
+  EXPECT_FALSE(o.aborted);
+  EXPECT_EQ(again.count("screen c"), 1u);  // only on the second shape
+  const BenchResult* c = find(o, "toy/fp16/tokens=0/c", false);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->cached);
+  EXPECT_FALSE(c->ok());
+}
+
+TEST(BenchWorkCount, CopiesCountAsWorkAndNothingUnderflows) {
+  // Issue 9: "15714 benchmarks, 18446744073709551454 from the cache, 15876 to measure": the copy rows
+  // were counted to measure but not among the benchmarks.
+  const auto work = toy_groups(3, {"original", "a"});
+  const fs::path p = fs::temp_directory_path() / "ktune_work_count.jsonl";
+  fs::remove(p);
+  ResultCache cache(p.string());
+  ASSERT_EQ(cache.load(), "");
+  WorkCount c = count_work(work, cache);
+  EXPECT_EQ(c.variants, 6u);
+  EXPECT_EQ(c.copies, 3u);
+  EXPECT_EQ(c.total(), 9u);
+  EXPECT_EQ(c.cached(), 0u);
+  EXPECT_EQ(c.to_measure(), 9u);
+  BenchResult r;
+  r.median_us = 1;
+  ASSERT_EQ(cache.store(work[0].copy.key, r), "");
+  ASSERT_EQ(cache.store(work[0].items[1].key, r), "");
+  ASSERT_EQ(cache.store("key:not/in/the/plan", r), "");  // a cached row the plan does not name counts for nothing
+  c = count_work(work, cache);
+  EXPECT_EQ(c.cached_copies, 1u);
+  EXPECT_EQ(c.cached_variants, 1u);
+  EXPECT_EQ(c.to_measure(), 7u);
+  EXPECT_LE(c.to_measure(), c.total());
+  fs::remove(p);
+}
+
+}  // namespace
+}  // namespace ktune::bench
