@@ -182,7 +182,8 @@ int cmd_list(const std::vector<std::string>& argv) {
       for (int v : p.values) vals += (vals.empty() ? "" : ", ") + std::to_string(v);
       fmt::print("  {:<8} {:<28} {{{}}}\n", p.name, p.unit, vals);
     }
-    fmt::print("  default   {}\n  original  {}\n", s.default_id, s.original_id);
+    fmt::print("  default   {}\n  original  {}\n", s.default_id,
+               s.original_id.empty() ? "(none: S's configuration is not a point of this space)" : s.original_id);
     for (DType t : dtypes) {
       const SpaceListing l = s.describe(limits, size_of(t));
       fmt::print("  sm_{} {}: {} points, {} feasible, {} pruned (unaligned fallback {})\n", arch, name(t), l.total, l.feasible,

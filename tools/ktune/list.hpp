@@ -34,7 +34,7 @@ struct SpaceInfo {
   std::string op;
   std::uint64_t hash = 0;
   std::vector<ParamInfo> params;
-  std::string default_id, original_id;
+  std::string default_id, original_id;  ///< original_id: empty when the space has no original_point
   std::string (*unaligned_id)(int element_bytes) = nullptr;  ///< may depend on the element size
   SpaceListing (*describe)(const ArchLimits& arch, int element_bytes) = nullptr;
 };
@@ -61,6 +61,13 @@ template <class S, class = void>
 struct unaligned_is_function : std::false_type {};
 template <class S>
 struct unaligned_is_function<S, std::void_t<decltype(S::unaligned_point(4))>> : std::true_type {};
+
+// original_point (S's own configuration as a point of the space) is optional: a family the generator
+// derived from an opaque S need not contain S's configuration.
+template <class S, class = void>
+struct has_original_point : std::false_type {};
+template <class S>
+struct has_original_point<S, std::void_t<decltype(S::original_point)>> : std::true_type {};
 
 template <class S>
 std::string unaligned_id(int element_bytes) {
@@ -96,7 +103,7 @@ SpaceInfo make_space_info(const char* op) {
   for (const auto& p : S::space.params) info.params.push_back({p.name, p.unit, std::vector<int>(p.values, p.values + p.count)});
   info.default_id = S::space.id(S::default_point);
   info.unaligned_id = &detail::unaligned_id<S>;
-  info.original_id = S::space.id(S::original_point);
+  if constexpr (detail::has_original_point<S>::value) info.original_id = S::space.id(S::original_point);
   info.describe = &describe_space<S>;
   return info;
 }

@@ -54,6 +54,62 @@ std::string shape_line(const Selection& sel, const ShapeResult& s, bool general_
   return line;
 }
 
+/// The start of every tuned.cuh after its banner: includes, namespace, the space hash.
+std::string table_head(const std::string& op, const std::string& space_hash, const char* when) {
+  std::string o = "#pragma once\n\n#include <cstddef>\n#include <cstdint>\n#include <type_traits>\n#include <utility>\n\n";
+  o += "#include <ktune/space.hpp>\n#include <ktune/status.hpp>\n#include <ktune/tuned.hpp>\n\n#include \"space.hpp\"\n\n";
+  o += fmt::format("namespace ktune::ops::{}::tuned {{\n\n", op);
+  o += fmt::format("inline constexpr std::uint64_t space_hash = {}ull;  // Space::space.hash() {}\n\n", space_hash, when);
+  return o;
+}
+
+/// The end of every tuned.cuh, inside `namespace detail` (opened by the caller, after its general-configuration
+/// candidates): general_point (`choice` is a chain of "usable<Gi>() ? ... : " tests, or empty), the general
+/// configuration type and id, and with_variant's switch over `variants` (id, dtype, arch).
+std::string general_and_dispatch(const std::string& op, const std::string& choice,
+                                 const std::vector<std::tuple<std::string, std::string, int>>& variants) {
+  std::string o = fmt::format("inline constexpr Space::Point general_point = {}Space::default_point;\n", choice);
+  o += "template <std::size_t... J>\n"
+       "auto general_config_of(std::index_sequence<J...>) -> Space::template Config<general_point[J]...>;\n"
+       "struct IdText { char text[256] = {}; };\n"
+       "constexpr IdText id_text(const Space::Point& p) {\n"
+       "  IdText r{};\n"
+       "  std::size_t n = 0;\n"
+       "  for (std::size_t k = 0; k < p.size(); ++k) {\n"
+       "    if (k) r.text[n++] = '.';\n"
+       "    for (const char* c = Space::space.params[k].name; *c; ++c) r.text[n++] = *c;\n"
+       "    r.text[n++] = '_';\n"
+       "    long long v = p[k];\n"
+       "    if (v < 0) { r.text[n++] = '-'; v = -v; }\n"
+       "    char digits[20] = {};\n"
+       "    int m = 0;\n"
+       "    do { digits[m++] = static_cast<char>('0' + v % 10); v /= 10; } while (v);\n"
+       "    while (m) r.text[n++] = digits[--m];\n"
+       "  }\n"
+       "  return r;\n"
+       "}\n"
+       "inline constexpr IdText general_id_text = id_text(general_point);\n";
+  o += "}  // namespace detail\n\n";
+  o += "/// The general configuration: best geometric mean over the measured shapes and dtypes among the variants\n"
+       "/// feasible everywhere, or Space::default_point before the first tune.\n";
+  o += "using general_config = decltype(detail::general_config_of(std::make_index_sequence<Space::space.rank>{}));\n";
+  o += "inline constexpr const char* general_id = detail::general_id_text.text;\n\n";
+
+  o += "/// Calls f(Config{}) for the table's variant `variant` (element type E); -1 or unknown: the general config.\n";
+  o += "template <class E, class F>\nktune::Status with_variant(int variant, F&& f) {\n";
+  o += "  switch (variant) {\n";
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    const auto& [id, dt, arch] = variants[v];
+    o += fmt::format("    case {}: if constexpr (std::is_same_v<E, {}>) return f(ktune::variant_from_id_t<Space, V{}, {}, {}>{{}}); break;\n",
+                     v, dtype_type(dt), v, arch, dtype_bytes(dt));
+  }
+  o += "    default: break;\n  }\n";
+  o += "  return f(general_config{});  // general configuration: best geometric mean, or Space::default_point\n";
+  o += "}\n\n";
+  o += fmt::format("}}  // namespace ktune::ops::{}::tuned\n", op);
+  return o;
+}
+
 }  // namespace
 
 std::vector<std::int64_t> bucket_upper_bounds(const std::vector<std::int64_t>& measured) {
@@ -178,10 +234,7 @@ std::string generate_table(const std::string& op, const std::vector<LoadedResult
        "// buckets with the same winner are merged; within a shape's noise band the winner prefers variants that\n"
        "// keep this table small. Per row: the measured shapes it covers, the winner's median time, S's time and\n"
        "// the speedup over S, the winner's spread, the noise band and its % of the copy ceiling.\n";
-  o += "#pragma once\n\n#include <cstddef>\n#include <cstdint>\n#include <type_traits>\n#include <utility>\n\n";
-  o += "#include <ktune/space.hpp>\n#include <ktune/status.hpp>\n#include <ktune/tuned.hpp>\n\n#include \"space.hpp\"\n\n";
-  o += fmt::format("namespace ktune::ops::{}::tuned {{\n\n", op);
-  o += fmt::format("inline constexpr std::uint64_t space_hash = {}ull;  // Space::space.hash() when tuned\n\n", space_hash);
+  o += table_head(op, space_hash, "when tuned");
 
   // One struct per distinct (id, dtype, arch): each becomes one instantiated kernel in user code.
   std::vector<std::tuple<std::string, std::string, int>> variants;
@@ -251,45 +304,21 @@ std::string generate_table(const std::string& op, const std::vector<LoadedResult
                      i, general.ranking[i].first, first->selection.gpu, sig3(general.ranking[i].second), general.shapes);
     choice += fmt::format("usable<G{}>() ? Space::space.parse(G{}::id).point : ", i, i);
   }
-  o += fmt::format("inline constexpr Space::Point general_point = {}Space::default_point;\n", choice);
-  o += "template <std::size_t... J>\n"
-       "auto general_config_of(std::index_sequence<J...>) -> Space::template Config<general_point[J]...>;\n"
-       "struct IdText { char text[256] = {}; };\n"
-       "constexpr IdText id_text(const Space::Point& p) {\n"
-       "  IdText r{};\n"
-       "  std::size_t n = 0;\n"
-       "  for (std::size_t k = 0; k < p.size(); ++k) {\n"
-       "    if (k) r.text[n++] = '.';\n"
-       "    for (const char* c = Space::space.params[k].name; *c; ++c) r.text[n++] = *c;\n"
-       "    r.text[n++] = '_';\n"
-       "    long long v = p[k];\n"
-       "    if (v < 0) { r.text[n++] = '-'; v = -v; }\n"
-       "    char digits[20] = {};\n"
-       "    int m = 0;\n"
-       "    do { digits[m++] = static_cast<char>('0' + v % 10); v /= 10; } while (v);\n"
-       "    while (m) r.text[n++] = digits[--m];\n"
-       "  }\n"
-       "  return r;\n"
-       "}\n"
-       "inline constexpr IdText general_id_text = id_text(general_point);\n";
-  o += "}  // namespace detail\n\n";
-  o += "/// The general configuration: best geometric mean over the measured shapes and dtypes among the variants\n"
-       "/// feasible everywhere, or Space::default_point before the first tune.\n";
-  o += "using general_config = decltype(detail::general_config_of(std::make_index_sequence<Space::space.rank>{}));\n";
-  o += "inline constexpr const char* general_id = detail::general_id_text.text;\n\n";
+  o += general_and_dispatch(op, choice, variants);
+  return o;
+}
 
-  o += "/// Calls f(Config{}) for the table's variant `variant` (element type E); -1 or unknown: the general config.\n";
-  o += "template <class E, class F>\nktune::Status with_variant(int variant, F&& f) {\n";
-  o += "  switch (variant) {\n";
-  for (std::size_t v = 0; v < variants.size(); ++v) {
-    const auto& [id, dt, arch] = variants[v];
-    o += fmt::format("    case {}: if constexpr (std::is_same_v<E, {}>) return f(ktune::variant_from_id_t<Space, V{}, {}, {}>{{}}); break;\n",
-                     v, dtype_type(dt), v, arch, dtype_bytes(dt));
-  }
-  o += "    default: break;\n  }\n";
-  o += "  return f(general_config{});  // general configuration: best geometric mean, or Space::default_point\n";
-  o += "}\n\n";
-  o += fmt::format("}}  // namespace ktune::ops::{}::tuned\n", op);
+std::string generate_default_table(const std::string& op, std::uint64_t space_hash) {
+  const std::string hash = fmt::format("0x{:016x}", space_hash);
+  std::string o;
+  o += fmt::format("// Generated by `ktune tables` (ktune {}) for op {} before its first tune.\n"
+                   "// Do not edit: regenerate with `make tune` or `ktune tables`.\n", KTUNE_TOOL_VERSION, op);
+  o += fmt::format("// Inputs: kernels/{}/space.hpp (space hash {}); no results yet, so no tuned rows:\n"
+                   "// every call runs the general configuration, Space::default_point.\n", op, hash);
+  o += table_head(op, hash, "when generated");
+  o += "inline constexpr std::nullptr_t entries = nullptr;  // no results yet\n\n";
+  o += "namespace detail {\n";
+  o += general_and_dispatch(op, "", {});
   return o;
 }
 

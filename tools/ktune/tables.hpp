@@ -41,6 +41,11 @@ std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs);
 /// The complete text of kernels/<op>/tuned.cuh. Deterministic: depends only on `inputs`.
 std::string generate_table(const std::string& op, const std::vector<LoadedResults>& inputs);
 
+/// The complete text of kernels/<op>/tuned.cuh before the first tune (no results): no rows, the general
+/// configuration is Space::default_point. Same shape as generate_table's, so a tune rewrites it in place.
+/// `space_hash` is Space::space.hash() of the op's space.hpp. Deterministic.
+std::string generate_default_table(const std::string& op, std::uint64_t space_hash);
+
 /// Every results file of every GPU under `results_dir`, by op (ops sorted, GPUs sorted).
 std::vector<std::pair<std::string, std::vector<LoadedResults>>> load_all_results(const std::string& results_dir);
 
