@@ -110,19 +110,21 @@ std::vector<std::string> run_environment(const Toolchain& tc) {
 }
 
 std::string bounded_diagnostics(const std::string& output, std::size_t max_chars) {
-  // Lines with an error come first (each with the line after it, which nvcc uses for the context),
-  // then the rest, until the budget is spent.
-  std::vector<std::string> lines;
-  std::istringstream in(output);
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  std::string errors, rest;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    const bool is_error = lines[i].find("error") != std::string::npos;
-    (is_error ? errors : rest) += lines[i] + "\n";
-  }
-  std::string out = errors.size() >= max_chars ? errors.substr(0, max_chars) : errors + rest.substr(0, max_chars - errors.size());
-  if (errors.size() + rest.size() > out.size()) out += "\n[... compiler output cut to " + std::to_string(max_chars) + " characters ...]\n";
-  return out;
+  if (output.size() <= max_chars) return output;
+  // From the line of the first error on, in order: nvcc prints the offending source line and a caret
+  // after the message, and instantiation notes before it.
+  std::size_t from = output.find("error");
+  from = from == std::string::npos ? 0 : output.rfind('\n', from);
+  from = from == std::string::npos ? 0 : from + 1;
+  return output.substr(from, max_chars) + "\n[... compiler output cut to " + std::to_string(max_chars) + " characters ...]\n";
+}
+
+/// Paths under the candidate's root shown relative to it: the messages an LLM reads (and a replay
+/// compares) must not depend on where the run's work folder was.
+static std::string relative_to(std::string text, const fs::path& root) {
+  const std::string prefix = root.string() + "/";
+  for (std::size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at)) text.erase(at, prefix.size());
+  return text;
 }
 
 CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const fs::path& root) {
@@ -136,6 +138,8 @@ CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const
   ProcessOptions popt;
   popt.timeout_s = tc.compile_timeout_s;
   auto finish = [&](CandidateBuild& r) -> CandidateBuild& {
+    r.diagnostics = relative_to(r.diagnostics, fs::absolute(root).lexically_normal());
+    r.diagnostics = relative_to(r.diagnostics, root);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return r;
   };
@@ -219,7 +223,11 @@ CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const
   b.stage = "link";
   std::vector<std::string> link{tc.nvcc, fmt::format("-arch=sm_{}", tc.arch), "-o", (bin / "ktune_bench").string()};
   link.insert(link.end(), objects.begin(), objects.end());
-  link.insert(link.end(), tc.link_inputs.begin(), tc.link_inputs.end());
+  for (const std::string& input : tc.link_inputs) {
+    // nvcc takes objects and archives by name but not a versioned shared library (libbenchmark.so.1debian).
+    if (fs::path(input).filename().string().find(".so") != std::string::npos) link.push_back("-Xlinker");
+    link.push_back(input);
+  }
   link.insert(link.end(), tc.link_flags.begin(), tc.link_flags.end());
   r = run_process(link, popt);
   log_command(b.log, link, r);

@@ -67,7 +67,7 @@ CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const
 /// The environment a linked candidate runs with (LD_LIBRARY_PATH).
 std::vector<std::string> run_environment(const Toolchain& tc);
 
-/// The compiler's messages cut to at most max_chars, keeping the first errors whole.
+/// The compiler's messages cut to about max_chars, from the line of the first error on.
 std::string bounded_diagnostics(const std::string& output, std::size_t max_chars);
 
 }  // namespace ktune::gen

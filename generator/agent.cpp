@@ -1,0 +1,481 @@
+// generator/agent.cpp: the loop of `ktune agent` (agent.hpp).
+#include "generator/agent.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <stdexcept>
+
+#include "generator/agents/answer.hpp"
+#include "generator/agents/generation.hpp"
+#include "generator/agents/prompts.hpp"
+#include "generator/derive/derive.hpp"
+#include "generator/llm/client.hpp"
+#include "generator/llm/recording.hpp"
+#include "generator/record/files.hpp"
+#include "generator/record/run_record.hpp"
+#include "generator/toolchain/process.hpp"
+#include "ktune/io.hpp"
+
+namespace ktune::gen {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+/// What the loop keeps of each judged family, for later prompts and the summary.
+struct FamilyRecord {
+  Answer answer;
+  std::string findings;
+  SpaceProbe probe;
+  fs::path root;
+  Ranking ranking;
+};
+
+bool valid_op_name(const std::string& op) {
+  static const std::regex re("[a-z][a-z0-9_]*");
+  return std::regex_match(op, re) && op.size() <= 64;
+}
+
+/// The kernel folder goes in as a whole or not at all: written beside the target, then renamed.
+std::string install_folder(const fs::path& target, const std::vector<PromptFile>& files, bool force) {
+  std::error_code ec;
+  const fs::path staging = target.parent_path() / ("." + target.filename().string() + ".agent-tmp");
+  fs::remove_all(staging, ec);
+  for (const PromptFile& f : files)
+    if (std::string e = write_file_atomic(staging / f.name, f.content); !e.empty()) {
+      fs::remove_all(staging, ec);
+      return e;
+    }
+  const fs::path old = target.parent_path() / ("." + target.filename().string() + ".agent-old");
+  if (fs::exists(target)) {
+    if (!force) {
+      fs::remove_all(staging, ec);
+      return target.string() + " appeared while the agent ran; pass --force to replace it";
+    }
+    fs::remove_all(old, ec);
+    fs::rename(target, old, ec);
+    if (ec) return "cannot move the existing " + target.string() + " aside: " + ec.message();
+  }
+  fs::rename(staging, target, ec);
+  if (ec) {
+    if (fs::exists(old)) fs::rename(old, target, ec);
+    return "cannot install " + target.string();
+  }
+  fs::remove_all(old, ec);
+  return {};
+}
+
+std::string verdict_json(const Node& n, const std::string& findings) {
+  ojson j = {{"node", n.id},
+             {"kind", to_string(n.kind)},
+             {"summary", n.summary},
+             {"verdict", to_string(n.verdict)},
+             {"reason", n.reason},
+             {"geomean_speedup", n.geomean_speedup ? ojson(*n.geomean_speedup) : ojson(nullptr)},
+             {"noise_band", n.noise_band},
+             {"best_id", n.best_id},
+             {"findings", findings}};
+  return j.dump(2) + "\n";
+}
+
+std::string summary_markdown(const std::string& op, const Planner& planner, const std::map<int, FamilyRecord>& families,
+                             const std::string& outcome, const llm::Usage& usage) {
+  std::string s = fmt::format("# ktune agent: {}\n\n{}\n\n", op, outcome);
+  s += fmt::format("LLM usage: {} calls, {} prompt + {} completion = {} tokens.\n\n", usage.calls, usage.prompt_tokens,
+                   usage.completion_tokens, usage.total_tokens);
+  s += "## Rounds\n\n| round | node | kind | from | family | verdict | speedup over S | why |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const Node& n : planner.nodes()) {
+    if (n.kind == Node::original) continue;
+    std::string why = n.reason;
+    for (char& c : why)
+      if (c == '|' || c == '\n') c = ' ';
+    s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", n.round, n.id, to_string(n.kind), n.based_on, n.summary,
+                     to_string(n.verdict), n.geomean_speedup && is_correct_measured(n) ? fmt::format("{:.3f}x", *n.geomean_speedup) : "-",
+                     why);
+  }
+  s += "\n## Decisions\n\n";
+  for (const Decision& d : planner.decisions())
+    s += "- " + d.reason + "\n";
+  const int best = planner.best();
+  if (best > 0 && families.count(best)) {
+    const FamilyRecord& f = families.at(best);
+    s += fmt::format("\n## The winner: node {} — {}\n\n{}\n\nReasoning the LLM gave:\n\n> {}\n\nPer shape:\n\n```\n{}```\n", best,
+                     f.answer.summary, planner.node(best)->reason, f.answer.reasoning, describe_ranking(f.ranking));
+  }
+  return s;
+}
+
+}  // namespace
+
+int run_agent(const AgentOptions& o, std::ostream& log) {
+  const auto start = std::chrono::steady_clock::now();
+  auto say = [&](const std::string& line) { log << "ktune agent: " << line << "\n" << std::flush; };
+
+  // ---- inputs, checked before anything is written ----
+  if (!valid_op_name(o.op)) {
+    say("--name '" + o.op + "' is not a valid op name (lowercase letters, digits and '_', starting with a letter)");
+    return agent_usage;
+  }
+  const fs::path target = o.kernels_dir / o.op;
+  if (fs::exists(target) && !o.force) {
+    say(target.string() + " already exists; pass --force to replace it (the agent never overwrites a kernel folder otherwise)");
+    return agent_failed;
+  }
+  std::string err;
+  const std::string s_source = read_file(o.source, err);
+  const std::string spec_text = err.empty() ? read_file(o.spec, err) : "";
+  if (!err.empty()) {
+    say(err);
+    return agent_failed;
+  }
+  if (o.replay.empty()) {
+    if (std::string m = llm::missing_setting(o.llm); !m.empty()) {
+      say("cannot reach an LLM: " + m);
+      return agent_usage;
+    }
+  }
+  if (std::string m = llm::invalid_setting(o.llm); !m.empty()) {
+    say("invalid LLM setting: " + m);
+    return agent_usage;
+  }
+  Toolchain tc;
+  // --toolchain, else $KTUNE_TOOLCHAIN (a staged copy: tools/gpu.sh), else the build's own.
+  const char* env_toolchain = std::getenv("KTUNE_TOOLCHAIN");
+  const fs::path toolchain_path = !o.toolchain.empty()                  ? o.toolchain
+                                  : env_toolchain && *env_toolchain ? fs::path(env_toolchain)
+                                                                        : fs::path(KTUNE_DEFAULT_TOOLCHAIN);
+  if (std::string e = load_toolchain(toolchain_path, tc); !e.empty()) {
+    say(e);
+    return agent_failed;
+  }
+  const DeriveResult derived = derive_kernel_folder(o.op, s_source, o.source.filename().string(), spec_text);
+  if (!derived.ok()) {
+    say("cannot derive the kernel folder from S and the spec: " + derived.error);
+    return agent_failed;
+  }
+  std::vector<PromptFile> fixed;  // every file of the folder but the two the LLM writes and tuned.cuh
+  for (const DerivedFile& f : derived.files) fixed.push_back({f.name, f.content});
+
+  // ---- the run's record and the LLM ----
+  RunRecord record;
+  const std::string stamp = utc_stamp();
+  if (std::string e = RunRecord::create(o.runs_dir, o.op, stamp, record); !e.empty()) {
+    say(e);
+    return agent_failed;
+  }
+  say("recording the run in " + record.dir().string());
+  (void)record.write("original/" + o.source.filename().string(), s_source);
+  (void)record.write("original/spec.json", spec_text);
+  {
+    ojson run = {{"op", o.op},
+                 {"source", o.source.filename().string()},
+                 {"spec_hash", tool::content_hash(spec_text)},
+                 {"source_hash", tool::content_hash(s_source)},
+                 {"llm", llm::to_json(o.llm)},
+                 {"budget", {{"max_rounds", o.budget.max_rounds}, {"max_tokens", o.budget.max_tokens},
+                             {"max_wall_s", o.budget.max_wall_s}, {"patience", o.budget.patience}}},
+                 {"max_fixes", o.max_fixes},
+                 {"tuning", {{"quick", o.tuning.quick}, {"topk", o.tuning.topk}}},
+                 {"arch", tc.arch}};
+    (void)record.write("run.json", run.dump(2) + "\n");
+  }
+  std::string transport_error;
+  const std::unique_ptr<llm::Transport> transport = llm::open_transport(o.replay, transport_error);
+  if (!transport) {
+    say("cannot replay " + o.replay.string() + ": " + transport_error);
+    return agent_failed;
+  }
+  llm::Recorder recorder(record.llm_log(), {llm::api_key(o.llm)});
+  const llm::Sleeper sleeper = o.replay.empty() ? llm::Sleeper(llm::real_sleep) : llm::Sleeper([](double) {});
+  llm::Client client(o.llm, *transport, &recorder, sleeper);
+
+  // ---- what every prompt carries ----
+  GenerationContext ctx;
+  ctx.op = o.op;
+  ctx.derived = fixed;
+  {
+    PromptFile ex_space{"kernels/silu_and_mul/space.hpp", read_file(fs::path(tc.kernels_dir) / "silu_and_mul" / "space.hpp", err)};
+    PromptFile ex_family{"kernels/silu_and_mul/family.cuh", read_file(fs::path(tc.kernels_dir) / "silu_and_mul" / "family.cuh", err)};
+    std::vector<PromptFile> shown;
+    for (const PromptFile& f : fixed)
+      if (f.name == "args.hpp" || f.name == "family_base.cuh") shown.push_back({"kernels/" + o.op + "/" + f.name, f.content});
+    ctx.system_prompt = system_prompt(o.op, ex_space, ex_family, shown);
+  }
+
+  // ---- the rounds ----
+  Planner planner(o.budget);
+  planner.add_root();
+  std::map<int, FamilyRecord> families;
+  const fs::path work = (o.work_dir.empty() ? toolchain_path.parent_path() / "agent" : o.work_dir) / o.op / record.dir().filename();
+  bool gpu_checked = false;
+  int rounds = 0;
+  std::string outcome;
+  int exit_code = agent_failed;
+  // Facts of this session that a replay does not reproduce (kept out of the other files, which do).
+  ojson session = {{"started", stamp}, {"replay", o.replay.empty() ? "" : o.replay.string()}, {"toolchain", toolchain_path.string()}};
+  ojson timing = ojson::object();
+  auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+
+  for (;;) {
+    const RunUsage used{client.usage().total_tokens, rounds, wall()};
+    Decision d = planner.decide(used);
+    planner.record(d);
+    if (d.action == Decision::stop) {
+      say(d.reason);
+      (void)record.write(fmt::format("decision-{:02}-stop.json", d.round),
+                         ojson({{"round", d.round}, {"action", "stop"}, {"reason", d.reason}}).dump(2) + "\n");
+      break;
+    }
+    const int round = d.round;
+    ++rounds;
+    say(d.reason);
+    (void)record.write_round(round, "decision.json",
+                             ojson({{"round", round}, {"action", to_string(d.action)}, {"target", d.target}, {"reason", d.reason}})
+                                     .dump(2) + "\n");
+
+    RoundPrompt rp;
+    rp.round = round;
+    rp.action = to_string(d.action);
+    rp.planner_reason = d.reason;
+    rp.s_name = o.source.filename().string();
+    rp.s_source = s_source;
+    rp.spec_json = spec_text;
+    if (auto it = families.find(d.target); it != families.end()) {
+      rp.target_summary = it->second.answer.summary;
+      rp.target_space = it->second.answer.space_hpp;
+      rp.target_family = it->second.answer.family_cuh;
+      rp.findings = it->second.findings;
+    }
+    // Failures of the latest round are findings too: the next answer should not repeat them.
+    for (const Node& n : planner.nodes())
+      if (n.round == round - 1 && is_failure(n.verdict))
+        rp.findings += fmt::format("Round {} (node {}, \"{}\") failed: {} — {}\n", n.round, n.id, n.summary, to_string(n.verdict), n.reason);
+    rp.history = planner.summary_for_prompt(6000);
+
+    const fs::path root = work / fmt::format("round-{:02}", round);
+    const auto t0 = std::chrono::steady_clock::now();
+    GenerationResult g = generate(ctx, round_prompt(rp), client, tc, root, record, round, o.max_fixes);
+    const int node = planner.add_for(d, g.answer.summary.empty() ? "(no usable answer)" : g.answer.summary);
+    auto finish_round = [&](Node::Verdict v, const std::string& reason, std::optional<double> speedup, double band,
+                            const std::string& best, const std::string& findings) {
+      planner.update(node, v, reason, speedup, band, best);
+      (void)record.write_round(round, "verdict.json", verdict_json(*planner.node(node), findings));
+      (void)record.write("planner.json", planner.to_json().dump(1) + "\n");
+      timing[fmt::format("round-{:02}", round)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      say(fmt::format("round {}: node {} {} — {}", round, node, to_string(v), reason));
+    };
+    if (g.llm_failed) {
+      finish_round(Node::rejected, g.error, std::nullopt, 0, "", "");
+      outcome = "The run stopped: " + g.error;
+      break;
+    }
+    if (!g.ok) {
+      finish_round(Node::compile_error, g.error, std::nullopt, 0, "", g.build.diagnostics);
+      continue;
+    }
+    FamilyRecord fam{g.answer, "", g.build.probe, root, {}};
+    const Candidate cand{o.op, root, g.build.binary, g.build.probe};
+
+    if (!gpu_checked) {
+      ProcessOptions popt;
+      popt.timeout_s = 60;
+      popt.env = run_environment(tc);
+      const ProcessResult r =
+          run_process({cand.binary.string(), "--kernels", cand.kernels_dir().string(), "--print-gpu-slug"}, popt);
+      if (!r.ok()) {
+        finish_round(Node::pending, "built; not judged: no GPU", std::nullopt, 0, "", "");
+        std::string why = bounded_diagnostics(r.output, 300);
+        while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+        outcome = fmt::format("Stopped after generation and compilation: no usable GPU here ({}). Round {}'s family "
+                              "compiled; run `ktune agent` on a machine with a GPU to judge and tune it.",
+                              why, round);
+        exit_code = agent_no_gpu;
+        break;
+      }
+      gpu_checked = true;
+    }
+
+    const fs::path judge_dir = root / "judge";
+    Judgement edge = gate_edges(tc, cand, spec_text, judge_dir, o.testing);
+    (void)record.write_round(round, "judge.log", edge.log);
+    if (!edge.passed) {
+      finish_round(edge.verdict, edge.reason, std::nullopt, 0, "", edge.findings);
+      fam.findings = edge.reason + "\n" + edge.findings;
+      families[node] = fam;
+      continue;
+    }
+    TuningResult tune = tune_candidate(tc, cand, root / "tune", o.tuning);
+    (void)record.write_round(round, "tune.log", tune.log);
+    if (!tune.results_file.empty()) {
+      std::string e2;
+      (void)record.write_round(round, "results.json", read_file(tune.results_file, e2));
+    }
+    if (!tune.ok) {
+      finish_round(tune.timed_out ? Node::timeout : Node::rejected, tune.error, std::nullopt, 0, "", "");
+      continue;
+    }
+    Judgement rank = judge_ranking(tune.ranking);
+    fam.ranking = tune.ranking;
+    if (!rank.passed) {
+      finish_round(rank.verdict, rank.reason, tune.ranking.geomean_speedup, tune.ranking.band, "", rank.findings);
+      fam.findings = rank.reason + "\n" + rank.findings;
+      families[node] = fam;
+      continue;
+    }
+    // The sanitizer runs the winner at the smallest measured shape of the dtype it wins most.
+    std::string dtype, shape;
+    for (const ShapeOutcome& s : tune.ranking.shapes)
+      if (s.winner == tune.ranking.best_id && dtype.empty()) dtype = s.dtype, shape = s.shape;
+    Judgement san = sanitize(tc, cand, tune.ranking.best_id, dtype, shape, judge_dir, o.testing);
+    (void)record.write_round(round, "sanitizer.log", san.log);
+    if (!san.passed) {
+      finish_round(san.verdict, san.reason, tune.ranking.geomean_speedup, tune.ranking.band, tune.ranking.best_id, san.findings);
+      fam.findings = san.reason + "\n" + san.findings;
+      families[node] = fam;
+      continue;
+    }
+    fam.findings = edge.findings + rank.findings + san.findings;
+    families[node] = fam;
+    finish_round(rank.verdict, rank.reason, tune.ranking.geomean_speedup, tune.ranking.band, tune.ranking.best_id, fam.findings);
+  }
+
+  // ---- the outcome ----
+  const int best = planner.best();
+  if (exit_code != agent_no_gpu && outcome.empty()) {
+    const Node* b = best > 0 ? planner.node(best) : nullptr;
+    if (!b || !b->geomean_speedup || *b->geomean_speedup <= 1.0) {
+      outcome = fmt::format("No correct family beat S in {} round(s); kernels/{}/ was not written.", rounds, o.op);
+    } else {
+      const FamilyRecord& f = families.at(best);
+      std::vector<PromptFile> files = fixed;
+      files.push_back({"space.hpp", f.answer.space_hpp});
+      files.push_back({"family.cuh", f.answer.family_cuh});
+      const DerivedFile table = default_tuned_table(o.op, f.probe.hash);
+      files.push_back({table.name, table.content});
+      if (std::string e = install_folder(target, files, o.force); !e.empty()) {
+        outcome = "The winning family could not be installed: " + e;
+      } else {
+        outcome = fmt::format("Node {} (\"{}\") won: {:.3f}x over S (geometric mean over the spec's shapes, noise band "
+                              "{:.1f}%), best variant {}. Written to {}; run `make tune` to tune it fully on this GPU.",
+                              best, f.answer.summary, *b->geomean_speedup, 100 * b->noise_band, b->best_id, target.string());
+        exit_code = agent_ok;
+      }
+    }
+  }
+  (void)record.write("planner.json", planner.to_json().dump(1) + "\n");
+  (void)record.write("summary.md", summary_markdown(o.op, planner, families, outcome, client.usage()));
+  timing["total_s"] = wall();
+  session["wall_s"] = timing;
+  (void)record.write("session.json", session.dump(2) + "\n");
+  ojson result = {{"exit_code", exit_code}, {"outcome", outcome}, {"best_node", best}, {"rounds", rounds},
+                  {"usage", llm::to_json(client.usage())}};
+  (void)record.write("result.json", result.dump(2) + "\n");
+  say(outcome);
+  say(fmt::format("tokens: {} ({} calls); record: {}", client.usage().total_tokens, client.usage().calls, record.dir().string()));
+  return exit_code;
+}
+
+}  // namespace ktune::gen
+
+namespace ktune::gen {
+
+namespace {
+
+constexpr const char* agent_help = R"(usage: ktune agent S.cu --spec SPEC.json --name OP [options] [--llm-* settings]
+
+Stage 1 of ktune: an LLM rewrites the original kernel S into a tunable family (space.hpp, family.cuh);
+every candidate is built here, judged against S on the GPU (fresh random inputs, edge shapes, poisoned
+outputs, compute-sanitizer on the winner) and tuned (sweep, top-K re-test); the planner decides each next
+round from the measurements. The best correct family becomes kernels/OP/; runs/OP/<time>/ records every
+round. S's form and the providers' settings: generator/README.md.
+
+  --spec FILE        spec.json of the op (docs/kernel-folder.md)
+  --name OP          the new op's name (lowercase identifier)
+  --kernels DIR      where kernels/OP/ goes (default: kernels)
+  --runs DIR         where the run record goes (default: runs)
+  --work DIR         where candidates are built and run (default: the build tree's agent/)
+  --toolchain FILE   the build's toolchain.json (default: the one this binary was built with)
+  --force            replace an existing kernels/OP/
+  --rounds N         at most N rounds (default 8)
+  --max-tokens N     stop once N tokens are spent (default 2000000)
+  --max-wall S       stop after S seconds (default 14400)
+  --patience N       stop after N rounds without gain beyond the noise band (default 3)
+  --fixes N          follow-ups per round after a failed build or refused answer (default 2)
+  --quick            fewer timing samples (smoke runs)
+  --topk K           variants per shape in the re-test (default 3)
+  --seed N           seed of the judge's random inputs (default: fresh per run)
+  --no-sanitizer     skip compute-sanitizer on the winner
+  --replay FILE      answer from a recorded llm.jsonl instead of the network (no endpoint needed)
+)";
+
+}  // namespace
+
+int agent_command(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--help" || a == "-h") {
+      std::cout << agent_help << "\nLLM settings (flags over the --llm-config file over presets over defaults):\n"
+                << llm::flags_usage();
+      return agent_ok;
+    }
+  llm::FlagParse flags = llm::parse_flags(args);
+  if (!flags.ok()) {
+    std::cerr << "ktune agent: " << flags.error << "\n";
+    return agent_usage;
+  }
+  AgentOptions o;
+  o.llm = flags.config;
+  std::vector<std::string> positional;
+  const std::vector<std::string>& rest = flags.rest;
+  try {
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+      const std::string& a = rest[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= rest.size()) throw std::invalid_argument(a + " needs a value");
+        return rest[++i];
+      };
+      auto number = [&]() -> long long {
+        const std::string v = value();
+        std::size_t used = 0;
+        const long long n = std::stoll(v, &used);
+        if (used != v.size() || n < 0) throw std::invalid_argument(a + " needs a non-negative integer, not '" + v + "'");
+        return n;
+      };
+      if (a == "--spec") o.spec = value();
+      else if (a == "--name") o.op = value();
+      else if (a == "--kernels") o.kernels_dir = value();
+      else if (a == "--runs") o.runs_dir = value();
+      else if (a == "--work") o.work_dir = value();
+      else if (a == "--toolchain") o.toolchain = value();
+      else if (a == "--replay") o.replay = value();
+      else if (a == "--force") o.force = true;
+      else if (a == "--quick") o.tuning.quick = true;
+      else if (a == "--no-sanitizer") o.testing.sanitizer = false;
+      else if (a == "--rounds") o.budget.max_rounds = static_cast<int>(number());
+      else if (a == "--max-tokens") o.budget.max_tokens = number();
+      else if (a == "--max-wall") o.budget.max_wall_s = static_cast<double>(number());
+      else if (a == "--patience") o.budget.patience = static_cast<int>(number());
+      else if (a == "--fixes") o.max_fixes = static_cast<int>(number());
+      else if (a == "--topk") o.tuning.topk = std::max(1, static_cast<int>(number()));
+      else if (a == "--seed") o.testing.seed = o.tuning.seed = static_cast<std::uint64_t>(number());
+      else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown option " + a + " (see ktune agent --help)");
+      else positional.push_back(a);
+    }
+    if (positional.size() != 1) throw std::invalid_argument("give exactly one original kernel file (see ktune agent --help)");
+    if (o.spec.empty()) throw std::invalid_argument("--spec SPEC.json is required");
+    if (o.op.empty()) throw std::invalid_argument("--name OP is required");
+  } catch (const std::exception& e) {
+    std::cerr << "ktune agent: " << e.what() << "\n";
+    return agent_usage;
+  }
+  o.source = positional[0];
+  return run_agent(o, std::cout);
+}
+
+}  // namespace ktune::gen

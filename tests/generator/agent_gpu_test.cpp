@@ -1,0 +1,107 @@
+// tests/generator/agent_gpu_test.cpp: the whole `ktune agent` loop on a GPU, with scripted LLM answers,
+// on an op ktune does not ship (gelu_tanh_and_mul, tests/generator/data). The script holds a family
+// that does not compile, one that is wrong, one that races, one slower than S and one faster; the test
+// checks each verdict, the planner's pick, the record on disk, and that the kernels/<op>/ it leaves
+// builds, passes the gate against S on every spec shape and tunes like the shipped ops.
+// Skips without a GPU. On the GPU machine: tools/gpu.sh remote agent.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "agent_support.hpp"
+#include "generator/agents/candidate.hpp"
+#include "generator/agents/testing.hpp"
+#include "generator/agents/tuning.hpp"
+
+namespace fs = std::filesystem;
+using namespace ktune::gen;
+using namespace ktune::gen::test;
+
+namespace {
+
+bool have_gpu(std::string& why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) why = std::string("no usable CUDA device: ") + cudaGetErrorString(e);
+  else if (n == 0) why = "no CUDA device";
+  return e == cudaSuccess && n > 0;
+}
+
+/// Where the GPU run leaves its record: build/agent-gpu-runs (tools/gpu.sh brings it back).
+fs::path gpu_work() {
+  const char* env = std::getenv("KTUNE_AGENT_GPU_WORK");
+  return env && *env ? fs::path(env) : source_dir() / "build/agent-gpu-runs";
+}
+
+}  // namespace
+
+TEST(AgentGpu, ScriptedLoopJudgesEachFamilyAndInstallsTheWinner) {
+  std::string why;
+  if (!have_gpu(why)) GTEST_SKIP() << why;
+  const fs::path work = gpu_work();
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  ScopedEnv key("KTUNE_TEST_LLM_KEY", "sk-test-secret-gpu");
+  LlmTestServer server(work / "server", script_of({"does_not_compile", "wrong", "races", "slower", "faster"}));
+  ASSERT_TRUE(server.ok()) << server.error();
+  AgentOptions o = sample_options(work, server.base_url());
+  o.max_fixes = 0;            // a family that does not compile stays a compile error
+  o.budget.max_rounds = 5;
+  o.budget.patience = 0;      // the first three rounds fail; patience would stop the run there
+  o.testing.seed = o.tuning.seed = 20261122;
+  std::ostringstream log;
+  const int rc = run_agent(o, log);
+  std::cout << log.str();
+  ASSERT_EQ(rc, agent_ok) << log.str();
+
+  const fs::path run = only_run(work / "runs", o.op);
+  ASSERT_FALSE(run.empty());
+  std::string err;
+  const nlohmann::json planner = nlohmann::json::parse(read_file(run / "planner.json", err));
+  const std::vector<std::string> expected = {"compile_error", "incorrect", "race", "slower", "measured"};
+  ASSERT_EQ(planner["nodes"].size(), expected.size() + 1) << planner.dump(1);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const auto& node = planner["nodes"][i + 1];
+    EXPECT_EQ(node["verdict"], expected[i]) << "round " << i + 1 << ": " << node.dump();
+    EXPECT_TRUE(fs::exists(run / fmt::format("round-{:02}/verdict.json", i + 1)));
+  }
+  const nlohmann::json result = nlohmann::json::parse(read_file(run / "result.json", err));
+  EXPECT_EQ(result["best_node"], 5);
+  const auto& winner = planner["nodes"][5];
+  ASSERT_TRUE(winner["geomean_speedup"].is_number());
+  EXPECT_GT(winner["geomean_speedup"].get<double>(), 1.0);
+  EXPECT_TRUE(fs::exists(run / "round-05/results.json"));
+  EXPECT_TRUE(fs::exists(run / "round-03/sanitizer.log"));
+  const std::string summary = read_file(run / "summary.md", err);
+  EXPECT_NE(summary.find("The winner: node 5"), std::string::npos) << summary;
+  std::cout << "agent record: " << run << "\n" << summary;
+
+  // The kernel folder it left builds, passes the gate against S on every spec shape, and tunes.
+  const fs::path kernels = work / "kernels" / o.op;
+  for (const char* f : {"spec.json", "original.cuh", "args.hpp", "harness.hpp", "family_base.cuh", "space.hpp",
+                        "family.cuh", "tuned.cuh", "gelu_tanh_and_mul.cuh", "gelu_tanh_and_mul.hpp", "gelu_tanh_and_mul.cu"})
+    EXPECT_TRUE(fs::exists(kernels / f)) << f;
+  Toolchain tc;
+  const char* env_tc = std::getenv("KTUNE_TOOLCHAIN");
+  ASSERT_EQ(load_toolchain(env_tc && *env_tc ? fs::path(env_tc) : fs::path(KTUNE_DEFAULT_TOOLCHAIN), tc), "");
+  const CandidateBuild b = build_candidate(tc, o.op, work);  // work/kernels/<op>/ is the installed folder
+  ASSERT_TRUE(b.ok) << b.diagnostics;
+  const Candidate c{o.op, work, b.binary, b.probe};
+  TestingOptions t;
+  t.seed = 7;
+  std::string spec_err;
+  const std::string spec = read_file(kernels / "spec.json", spec_err);
+  const Judgement edges = gate_edges(tc, c, spec, work / "installed-judge", t);
+  EXPECT_TRUE(edges.passed) << edges.reason << "\n" << edges.findings;
+  const TuningResult tuned = tune_candidate(tc, c, work / "installed-tune", o.tuning);
+  ASSERT_TRUE(tuned.ok) << tuned.error;
+  const Judgement j = judge_ranking(tuned.ranking);
+  EXPECT_TRUE(j.passed) << j.reason;
+  EXPECT_EQ(j.verdict, Node::measured) << j.reason;
+  std::cout << "installed family, re-tuned: " << describe_ranking(tuned.ranking);
+}

@@ -1,0 +1,107 @@
+// tests/generator/agent_test.cpp: `ktune agent` without a GPU, against the scripted LLM server on
+// loopback: the loop runs through generation and compilation (with nvcc, as in CI), sends the
+// compiler's messages back, stops with a clear message for want of a GPU, leaves its record, and a
+// replay of that record with no server reproduces it byte for byte.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "agent_support.hpp"
+
+namespace fs = std::filesystem;
+using namespace ktune::gen;
+using namespace ktune::gen::test;
+
+namespace {
+
+fs::path fresh(const std::string& name) {
+  const fs::path d = fs::path(KTUNE_TEST_WORK_DIR) / "agent" / name;
+  std::error_code ec;
+  fs::remove_all(d, ec);
+  fs::create_directories(d, ec);
+  return d;
+}
+
+}  // namespace
+
+TEST(AgentCpu, MissingEndpointNamesTheSettingAndWritesNothing) {
+  const fs::path work = fresh("missing");
+  AgentOptions o = sample_options(work, "");
+  std::ostringstream log;
+  EXPECT_EQ(run_agent(o, log), agent_usage);
+  EXPECT_NE(log.str().find("--llm-base-url"), std::string::npos) << log.str();
+  EXPECT_FALSE(fs::exists(work / "runs"));
+  EXPECT_FALSE(fs::exists(work / "kernels"));
+
+  o.llm.base_url = "http://127.0.0.1:9/v1";
+  ::unsetenv("KTUNE_TEST_LLM_KEY");
+  std::ostringstream log2;
+  EXPECT_EQ(run_agent(o, log2), agent_usage);
+  EXPECT_NE(log2.str().find("KTUNE_TEST_LLM_KEY"), std::string::npos) << log2.str();
+}
+
+TEST(AgentCpu, NeverOverwritesAKernelFolderWithoutForce) {
+  const fs::path work = fresh("exists");
+  ASSERT_EQ(write_file_atomic(work / "kernels/gelu_tanh_and_mul/keep.txt", "mine\n"), "");
+  ScopedEnv key("KTUNE_TEST_LLM_KEY", "sk-unused");
+  std::ostringstream log;
+  EXPECT_EQ(run_agent(sample_options(work, "http://127.0.0.1:9/v1"), log), agent_failed);
+  EXPECT_NE(log.str().find("--force"), std::string::npos) << log.str();
+  std::string err;
+  EXPECT_EQ(read_file(work / "kernels/gelu_tanh_and_mul/keep.txt", err), "mine\n");
+  EXPECT_FALSE(fs::exists(work / "runs"));
+}
+
+TEST(AgentCpu, CompilerMessagesGoBackThenNoGpuStopsAndTheReplayIsIdentical) {
+  const fs::path work = fresh("loop");
+  ScopedEnv key("KTUNE_TEST_LLM_KEY", "sk-test-secret-123");
+  ScopedEnv no_gpu("CUDA_VISIBLE_DEVICES", "");  // the candidates see no GPU, even on a GPU machine
+  LlmTestServer server(work / "server", script_of({"does_not_compile", "faster"}));
+  ASSERT_TRUE(server.ok()) << server.error();
+  AgentOptions o = sample_options(work, server.base_url());
+  o.budget.max_rounds = 1;
+  o.max_fixes = 1;
+  std::ostringstream log;
+  ASSERT_EQ(run_agent(o, log), agent_no_gpu) << log.str();
+  EXPECT_NE(log.str().find("no usable GPU"), std::string::npos) << log.str();
+
+  // The second request carries the first answer and the compiler's messages about it.
+  const std::vector<nlohmann::json> got = server.requests();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0]["headers"].value("authorization", ""), "Bearer sk-test-secret-123");
+  const auto& messages = got[1]["body"]["messages"];
+  ASSERT_EQ(messages.size(), 4u);  // system, task, the broken answer, the compiler's messages
+  EXPECT_EQ(messages[2]["role"], "assistant");
+  const std::string fix = messages[3]["content"];
+  EXPECT_NE(fix.find("error"), std::string::npos) << fix;
+  EXPECT_NE(fix.find("kernels/gelu_tanh_and_mul/family.cuh"), std::string::npos) << "relative paths: " << fix;
+
+  const fs::path run = only_run(work / "runs", "gelu_tanh_and_mul");
+  ASSERT_FALSE(run.empty());
+  for (const char* f : {"run.json", "llm.jsonl", "summary.md", "planner.json", "result.json", "session.json",
+                        "round-01/decision.json", "round-01/prompt-1.md", "round-01/answer-1.json", "round-01/prompt-2.md",
+                        "round-01/answer-2.json", "round-01/space.hpp", "round-01/family.cuh", "round-01/build.log",
+                        "round-01/verdict.json", "original/original.cu", "original/spec.json"})
+    EXPECT_TRUE(fs::exists(run / f)) << f;
+  std::string err;
+  const std::string recording = read_file(run / "llm.jsonl", err);
+  EXPECT_EQ(recording.find("sk-test-secret-123"), std::string::npos) << "the key leaked into the recording";
+  EXPECT_FALSE(fs::exists(work / "kernels/gelu_tanh_and_mul")) << "nothing judged, nothing installed";
+
+  // Replay: no server, no key, the same record.
+  server.stop();
+  AgentOptions r = o;
+  // The server is gone (its port closed): a replay must not need it.
+  r.replay = run / "llm.jsonl";
+  r.runs_dir = work / "runs-replay";
+  std::ostringstream log2;
+  ASSERT_EQ(run_agent(r, log2), agent_no_gpu) << log2.str();
+  const fs::path replayed = only_run(work / "runs-replay", "gelu_tanh_and_mul");
+  ASSERT_FALSE(replayed.empty());
+  const auto a = record_files(run), b = record_files(replayed);
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, content] : a) {
+    ASSERT_TRUE(b.count(name)) << name;
+    EXPECT_TRUE(b.at(name) == content) << name << " differs between the run and its replay";
+  }
+}
