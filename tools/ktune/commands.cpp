@@ -21,6 +21,7 @@
 #include "raw.hpp"
 #include "report.hpp"
 #include "results.hpp"
+#include "stability.hpp"
 #include "tables.hpp"
 
 namespace ktune::tool {
@@ -39,6 +40,8 @@ constexpr const char* main_help =
     "  select         Google Benchmark JSON -> retest candidates (--topk) or reports/<gpu>/<op>.json + .t4.json\n"
     "  tables         reports/*/<op>.json -> kernels/<op>/tuned.cuh (--check: fail if out of date)\n"
     "  report         reports/*/<op>.json -> reports/<gpu>/<op>.{md,html} and index.{md,html} (--check)\n"
+    "  compare A B    two tunes shape by shape: winners held or within band, run-to-run variation of the winner's\n"
+    "                 time (--attach: the reports' run-to-run section)\n"
     "  profile <op>   CUPTI metrics and findings of one op's variants on this GPU (runs ktune_profile:\n"
     "                 ktune profile <op> [--variant ID|original|all] [--shape DIM=V,...] [--dtype T] [--json F])\n"
     "  profile-plan   reports/<gpu>/<op>.json -> the calls `ktune_profile --plan` profiles (S and the winners)\n"
@@ -424,6 +427,13 @@ std::filesystem::path find_sibling(const std::string& name, const std::string& b
   throw ToolError("could not run " + tool.string() + ": " + std::strerror(errno), exit_failure);
 }
 
+constexpr const char* profile_help =
+    "usage: ktune profile <op> [--variant ID|original|all] [--shape DIM=V,...] [--dtype T] [--json F] [ktune_profile options]\n"
+    "\n"
+    "Runs ktune_profile (found beside ktune or in the build's tools/profile/) for one op on this GPU: CUPTI metrics\n"
+    "and the diagnosis findings of S and the variants asked for. `ktune profile <op> --help` lists ktune_profile's\n"
+    "own options; `ktune profile-plan` and `ktune profile-attach` profile the winners of a tune.\n";
+
 [[noreturn]] void cmd_profile(const std::vector<std::string>& args) {
   if (args.empty() || args[0].rfind("-", 0) == 0)
     throw usage_error("profile needs the op first: ktune profile <op> [ktune_profile options] (ktune_profile --help)");
@@ -522,6 +532,11 @@ int run_ktune(const std::vector<std::string>& args) {
     if (args[0] == "report") return cmd_report(rest);
     if (args[0] == "gen") return cmd_gen(rest);
     if (args[0] == "run") cmd_run(rest);
+    if (args[0] == "compare") return cmd_compare(rest);
+    if (args[0] == "profile" && !rest.empty() && (rest[0] == "--help" || rest[0] == "-h")) {
+      fmt::print("{}", profile_help);  // every command answers --help (issue 9: this one exited 2)
+      return exit_ok;
+    }
     if (args[0] == "profile") cmd_profile(rest);
     if (args[0] == "profile-plan") return cmd_profile_plan(rest);
     if (args[0] == "profile-attach") return cmd_profile_attach(rest);

@@ -98,8 +98,8 @@ RawFile parse_raw(const nlohmann::json& j, const std::string& path, const std::s
   if (j.contains("context") && j["context"].is_object())
     for (const auto& [k, v] : j["context"].items()) f.context[k] = context_string(v);
   f.mode = f.context.count("mode") ? f.context["mode"] : "sweep";
-  if (f.mode != "sweep" && f.mode != "retest")
-    throw ToolError(path + ": context \"mode\" is '" + f.mode + "', expected sweep or retest");
+  if (f.mode != "sweep" && f.mode != "retest" && f.mode != "search")
+    throw ToolError(path + ": context \"mode\" is '" + f.mode + "', expected sweep, retest or search");
 
   static const char* standard[] = {"name", "family_index", "per_family_instance_index", "run_name", "run_type",
                                    "repetitions", "repetition_index", "threads", "iterations", "real_time",
@@ -139,6 +139,7 @@ RawFile parse_raw(const nlohmann::json& j, const std::string& path, const std::s
     }
     RawRun r;
     r.name = std::move(*parsed);
+    r.mode = f.mode != "search" ? f.mode : counters.count("rounds") ? "retest" : "sweep";
     r.iterations = b.value("iterations", std::int64_t{0});
     r.counters = std::move(counters);
     if (failed) {

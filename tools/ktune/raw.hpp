@@ -37,6 +37,9 @@ std::optional<BenchName> parse_bench_name(const std::string& name);
 /// One benchmark row.
 struct RawRun {
   BenchName name;
+  /// "sweep" or "retest": the file's mode, except in a search file (mode "search"), where the rows of a
+  /// finalist's rounds (a `rounds` counter) are "retest" and the screens "sweep".
+  std::string mode;
   Verdict verdict = Verdict::ok;
   std::string error;                      ///< error_message for excluded runs
   double time_us = 0;                     ///< real_time in microseconds (the median)
@@ -64,7 +67,7 @@ struct RawFile {
   std::string label;                          ///< file name only (provenance, independent of cwd)
   std::string hash;                           ///< content_hash of its bytes
   std::map<std::string, std::string> context; ///< every context value, as a string
-  std::string mode;                           ///< "sweep" or "retest"
+  std::string mode;                           ///< "sweep", "retest" or "search" (screens and rounds in one file)
   std::vector<RawRun> runs;
   std::vector<RawReference> references;
   std::vector<RawSameSizeCopy> same_size_copies;

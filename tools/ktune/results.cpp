@@ -251,11 +251,12 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
       throw ToolError(f.path + ": context has no \"gpu_slug\" (the interface requires it)");
     files_of[slug->second].push_back(&f);
     for (const RawRun& r : f.runs)
-      all[slug->second][r.name.op][r.name.dtype][r.name.shape][r.name.id][f.mode] = &r;
-    // Same-size copies: a sweep's wins over a re-test's, a later file over an earlier one.
+      all[slug->second][r.name.op][r.name.dtype][r.name.shape][r.name.id][r.mode] = &r;
+    // Same-size copies: a sweep's (or search's) wins over a re-test's, a later file over an earlier one.
+    const std::string copy_mode = f.mode == "retest" ? "retest" : "sweep";
     for (const RawSameSizeCopy& c : f.same_size_copies) {
       auto& slot = copies[slug->second + "/" + c.op + "/" + c.dtype + "/" + c.shape];
-      if (f.mode == "sweep" || slot.second != "sweep") slot = {c.time_us, f.mode};
+      if (copy_mode == "sweep" || slot.second != "sweep") slot = {c.time_us, copy_mode};
     }
   }
 
@@ -265,7 +266,7 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
     const std::vector<const RawFile*>& fs = files_of[slug];
     const RawFile* primary = fs.front();
     for (const RawFile* f : fs)
-      if (f->mode == "sweep") { primary = f; break; }
+      if (f->mode != "retest") { primary = f; break; }
     for (const RawFile* f : fs)
       if (f->context.count("gpu") && primary->context.count("gpu") && f->context.at("gpu") != primary->context.at("gpu"))
         throw ToolError(fmt::format("{} and {} name different GPUs under one slug", f->path, primary->path));
@@ -304,7 +305,7 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
       for (const RawFile* f : fs) {
         Source src{f->label, f->mode, f->hash, f->context.count("date") ? f->context.at("date") : ""};
         sel.sources.push_back(src);
-        if (f == primary || (f->mode == "sweep" && primary->mode != "sweep"))
+        if (f == primary || (f->mode != "retest" && primary->mode == "retest"))
           for (const RawReference& r : f->references) sel.references[r.name] = {r.time_us, r.counters};
       }
       sel.tokens_dim = spec.tokens_dim;
@@ -363,6 +364,24 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
         }
         select_dtype(d);
         sel.dtypes.push_back(std::move(d));
+      }
+      if (std::any_of(fs.begin(), fs.end(), [](const RawFile* f) { return f->mode == "search"; })) {
+        SearchSummary sum;
+        auto counted = [](const Measure& m, const char* k) {
+          auto it = m.counters.find(k);
+          return it != m.counters.end() && std::isfinite(it->second) && it->second > 0;
+        };
+        for (const DTypeResult& d : sel.dtypes)
+          for (const ShapeResult& sh : d.shapes)
+            for (const VariantResult& v : sh.variants) {
+              if (v.sweep) {
+                ++sum.screened;
+                sum.remeasured += counted(*v.sweep, "remeasured");
+                sum.still_noisy += counted(*v.sweep, "noisy");
+              }
+              sum.finalists += v.retest.has_value();
+            }
+        sel.search = sum;
       }
       out.push_back(std::move(sel));
     }
@@ -510,6 +529,26 @@ ojson to_json(const Selection& s) {
   }
   j["dtypes"] = std::move(dtypes);
   if (!s.profile.is_null()) j["profile"] = s.profile;  // profile_section.hpp; absent when not profiled
+  if (s.search)
+    j["search"] = {{"method", "halving"}, {"screened", s.search->screened}, {"remeasured", s.search->remeasured},
+                   {"still_noisy", s.search->still_noisy}, {"finalists", s.search->finalists}};
+  if (s.stability) {
+    const Stability& st = *s.stability;
+    ojson rows = ojson::array();
+    for (const StabilityRow& r : st.rows) {
+      ojson row{{"dtype", r.dtype}, {"shape", r.shape}, {"winner_before", r.winner_before}, {"winner", r.winner},
+                {"time_before_us", r.time_before_us}, {"time_us", r.time_us}, {"band_before", r.band_before},
+                {"band", r.band}, {"held", r.held}, {"within_band", r.within_band}, {"variation", r.variation}};
+      if (r.copy_variation) row["copy_variation"] = *r.copy_variation;
+      if (r.original_variation) row["original_variation"] = *r.original_variation;
+      row["meets_goal"] = r.meets_goal;
+      if (!r.note.empty()) row["note"] = r.note;
+      rows.push_back(std::move(row));
+    }
+    j["stability"] = {{"against", {{"file", st.against.file}, {"hash", st.against.hash}, {"date", st.against.date}}},
+                      {"goal", {{"held_or_within_band", stability_goal_share}, {"p95_variation", stability_goal_variation}}},
+                      {"shapes", std::move(rows)}};
+  }
   return j;
 }
 
@@ -577,6 +616,34 @@ Selection from_json(const ojson& j, const std::string& where) {
       s.dtypes.push_back(std::move(d));
     }
     if (auto p = j.find("profile"); p != j.end()) s.profile = *p;
+    if (auto p = j.find("search"); p != j.end())
+      s.search = SearchSummary{p->at("screened").get<std::int64_t>(), p->at("remeasured").get<std::int64_t>(),
+                               p->at("still_noisy").get<std::int64_t>(), p->at("finalists").get<std::int64_t>()};
+    if (auto p = j.find("stability"); p != j.end()) {
+      Stability st;
+      const auto& a = p->at("against");
+      st.against = {a.at("file").get<std::string>(), "results", a.at("hash").get<std::string>(), a.at("date").get<std::string>()};
+      for (const auto& r : p->at("shapes")) {
+        StabilityRow row;
+        row.dtype = r.at("dtype").get<std::string>();
+        row.shape = r.at("shape").get<std::string>();
+        row.winner_before = r.at("winner_before").get<std::string>();
+        row.winner = r.at("winner").get<std::string>();
+        row.time_before_us = r.at("time_before_us").get<double>();
+        row.time_us = r.at("time_us").get<double>();
+        row.band_before = r.at("band_before").get<double>();
+        row.band = r.at("band").get<double>();
+        row.held = r.at("held").get<bool>();
+        row.within_band = r.at("within_band").get<bool>();
+        row.variation = r.at("variation").get<double>();
+        if (r.contains("copy_variation")) row.copy_variation = r.at("copy_variation").get<double>();
+        if (r.contains("original_variation")) row.original_variation = r.at("original_variation").get<double>();
+        row.meets_goal = r.at("meets_goal").get<bool>();
+        row.note = r.value("note", std::string());
+        st.rows.push_back(std::move(row));
+      }
+      s.stability = std::move(st);
+    }
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw ToolError(where + ": malformed results file (" + e.what() + "): rerun `ktune select`");

@@ -94,6 +94,39 @@ struct Source {
   std::string file, mode, hash, date;
 };
 
+/// The halving search's account of an op's screens (bench/search.hpp); present when a raw input was a
+/// search file (context mode "search"), absent for exhaustive sweeps.
+struct SearchSummary {
+  std::int64_t screened = 0;     ///< passing screens (sweep measures)
+  std::int64_t remeasured = 0;   ///< of those, timed again because their spread was out of line
+  std::int64_t still_noisy = 0;  ///< of those, out of line after every retry: kept among the finalists
+  std::int64_t finalists = 0;    ///< variants timed in interleaved rounds (retest measures)
+};
+
+/// Issue 9's goal for the run-to-run comparison of two tunes.
+inline constexpr double stability_goal_share = 0.98;      ///< shapes whose winner held or stayed within band
+inline constexpr double stability_goal_variation = 0.03;  ///< p95 of the winners' run-to-run variation
+
+/// One shape of a run compared with another run of the same op on the same GPU (`ktune compare`).
+struct StabilityRow {
+  std::string dtype, shape;
+  std::string winner_before, winner;       ///< the other run's winner, this run's
+  double time_before_us = 0, time_us = 0;  ///< each winner's time in its own run (its band source)
+  double band_before = 0, band = 0;        ///< each run's noise band on the shape
+  bool held = false;                       ///< the same winner
+  bool within_band = false;                ///< another winner, but each run's winner is within the other's band
+  double variation = 0;                    ///< |time - time_before| / time_before
+  std::optional<double> copy_variation;    ///< the same-size copy's, when both runs timed it
+  std::optional<double> original_variation;  ///< S's (on each run's band source)
+  bool meets_goal = false;                 ///< (held or within band) and variation <= stability_goal_variation
+  std::string note;                        ///< why not, when it does not
+};
+
+struct Stability {
+  Source against;                   ///< the other run's results file: name, "results", hash, date
+  std::vector<StabilityRow> rows;   ///< in the order of dtypes[] and their shapes[]
+};
+
 /// Everything known about one op on one GPU.
 struct Selection {
   std::string op;
@@ -110,6 +143,8 @@ struct Selection {
   std::vector<DTypeResult> dtypes;                 ///< fp32, fp16, bf16 order
   /// Profile of the winners (profile_section.hpp, `ktune profile-attach`); null when not profiled.
   nlohmann::ordered_json profile;
+  std::optional<SearchSummary> search;   ///< from the counters of a search file
+  std::optional<Stability> stability;    ///< `ktune compare --attach`: against another run
 
   const DTypeResult* find(const std::string& dtype) const;
 };
