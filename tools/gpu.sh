@@ -14,7 +14,10 @@
 #   check     device facts, copy ceiling, the core GPU tests
 #   test      all GPU tests (every variant of every kernel), then compute-sanitizer memcheck and
 #             racecheck on the named sample (gtest filter SanitizerSample.*)
-#   tune      the benchmark sweep, top-K selection, the interleaved re-test (make tune's run step)
+#   tune      the halving search: screens, re-timed out-of-line screens, the finalists in interleaved
+#             rounds (make tune's run step; KTUNE_SEARCH=exhaustive: sweep, top-K, re-test as before
+#             issue 9; KTUNE_PASSES=2: twice, for the run-to-run section; KTUNE_EXHAUSTIVE_ARGS: the
+#             exhaustive method on a slice after it, to compare the two in one call)
 #   agent     the generator's GPU tests: the whole `ktune agent` loop with scripted LLM answers on an op
 #             that is not shipped, candidates compiled there with its nvcc (tests/generator)
 #   profile   CUPTI metrics of S and the winners of the results in reports/ (tools/tune.sh profile;
@@ -22,10 +25,12 @@
 #             the profile to the results files and the reports
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-stage="$root/.gpu"
+# KTUNE_GPU_STAGE: another staging folder than .gpu/ (two people packing from one working tree); it must
+# be git-ignored and carried to the GPU machine, and given the same way there.
+stage="${KTUNE_GPU_STAGE:-$root/.gpu}"
 build="${KTUNE_BUILD_DIR:-$root/build}"
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # Libraries every GPU machine has (driver, CUDA runtime, C/C++ runtime); everything else travels.
 system_lib='^(libcuda|libcudart|libcupti|libnvidia|libc\.|libm\.|libstdc\+\+|libgcc_s|libdl|libpthread|librt|ld-linux|linux-vdso)'
@@ -62,7 +67,7 @@ pack() {
   tar -C "$stage" -czf "$stage/payload.tar.gz" bin lib agent && rm -rf "$stage/bin" "$stage/lib" "$stage/agent"
   local size
   size=$(du -sm "$stage" | cut -f1)
-  echo "gpu.sh pack: staged $(tar -tzf "$stage/payload.tar.gz" | grep -v '/$' | tr '\n' ' ')in .gpu/ (${size} MiB)"
+  echo "gpu.sh pack: staged $(tar -tzf "$stage/payload.tar.gz" | grep -E '^(bin|lib)/.' | tr '\n' ' ')and agent/ (toolchain, Boost.Hana) in .gpu/ (${size} MiB)"
   if [ "$size" -gt 60 ]; then echo "gpu.sh pack: .gpu/ is over 60 MiB; the device call carries at most 64" >&2; exit 1; fi
 }
 
@@ -140,6 +145,7 @@ remote() {
       KTUNE_STAGE="$stage" KTUNE_OUT="$out" timeout "${KTUNE_RUN_TIMEOUT:-0}" "$root/tools/tune.sh" run \
         > "$out/tune.log" 2>&1 || rc=$?
       tail -n 25 "$out/tune.log"
+      [ -f "$out/raw/steps.tsv" ] && { echo "step seconds:"; cat "$out/raw/steps.tsv"; }
       mkdir -p "$out/raw"
       [ -f "$stage/ktune-bench-cache.jsonl" ] && cp "$stage/ktune-bench-cache.jsonl" "$out/raw/"
       ;;
@@ -189,7 +195,7 @@ unpack() {
     # The result cache travels back so the next `remote tune` resumes where this one stopped.
     [ -f "$dest/gpu-results/raw/ktune-bench-cache.jsonl" ] && mkdir -p "$stage" &&
       cp "$dest/gpu-results/raw/ktune-bench-cache.jsonl" "$stage/ktune-bench-cache.jsonl"
-    if [ -f "$dest/gpu-results/raw/sweep.json" ]; then
+    if [ -f "$dest/gpu-results/raw/search.json" ] || [ -f "$dest/gpu-results/raw/sweep.json" ]; then
       KTUNE_RESULTS="$dest/gpu-results" "$root/tools/tune.sh" finish
     elif [ -f "$dest/gpu-results/raw/profile.json" ]; then
       KTUNE_RESULTS="$dest/gpu-results" "$root/tools/tune.sh" attach

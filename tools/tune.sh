@@ -3,11 +3,19 @@
 #
 #   build    tolerant build of ktune_bench and ktune (tools/build-variants.sh): a variant that does not
 #            compile costs only its shard and is reported in <build>/ktune-build.json
-#   run      on the GPU: ktune_bench sweep (resumable: rerun after an interruption) -> ktune select --topk
-#            writes the candidates -> ktune_bench --retest of the candidates, interleaved; needs only the
-#            built binaries and their shared libraries
-#   finish   on any machine: ktune select (normalised results), ktune tables, ktune report
-#            (or one of them: select | tables | report)
+#   run      on the GPU, needs only the built binaries and their shared libraries. The halving search
+#            (default): one ktune_bench run screens every variant, re-times out-of-line screens and times
+#            the finalists in interleaved rounds -> raw/search.json (resumable: rerun after an
+#            interruption). KTUNE_SEARCH=exhaustive: the method before issue 9, ktune_bench --exhaustive
+#            sweep -> ktune select --topk -> ktune_bench --retest -> raw/sweep.json, raw/retest.json.
+#            KTUNE_PASSES=2 runs the search twice (the first into raw/pass1/, fresh cache) for the
+#            run-to-run section; KTUNE_EXHAUSTIVE_ARGS="--dtypes bf16" also runs the exhaustive method on
+#            that slice into raw/exhaustive/ (same binaries, same call) to compare the two. Wall time
+#            of each step in raw/steps.tsv.
+#   finish   on any machine: ktune select (normalised results), the run-to-run section against the
+#            previous pass (raw/pass1/ or KTUNE_PREVIOUS=<raw dir>: ktune compare --attach), ktune tables,
+#            ktune report (or one of them: select | tables | report); with raw/exhaustive/ it prints
+#            the comparison of the two methods into raw/../compare-exhaustive.txt
 #   profile  on the GPU, after select: ktune profile-plan (S and the winner of each op and dtype at the
 #            largest shape, one of 64-256 MB, T = 1 and T = 16 of the widest row) -> ktune_profile --plan
 #            -> $KTUNE_OUT/raw/profile.json; outside a staged copy also copied to
@@ -22,7 +30,12 @@
 #                     $KTUNE_STAGE/lib
 #   KTUNE_OUT         where run writes raw/ (default: $BUILD_DIR/ktune-run)
 #   KTUNE_RESULTS     where finish reads raw/ from (default: KTUNE_OUT's default)
-#   KTUNE_TOPK        candidates per shape re-tested (default: 5)
+#   KTUNE_TOPK        candidates per shape re-tested by the exhaustive method (default: 5)
+#   KTUNE_SEARCH      halving (default) or exhaustive
+#   KTUNE_PASSES      searches in one run step (default 1; 2 gives the run-to-run section)
+#   KTUNE_EXHAUSTIVE_ARGS  ktune_bench flags of an exhaustive run after the search, e.g. "--dtypes bf16"
+#   KTUNE_PREVIOUS    raw dir of an earlier run (search.json, or sweep.json [+ retest.json]) that finish
+#                     compares this one with (default: raw/pass1/ of this run, when there)
 #   KTUNE_BENCH_ARGS  extra ktune_bench flags for the run, e.g. "--ops silu_and_mul --quick"
 #   KTUNE_CACHE       result cache (default: $BUILD_DIR/ktune-bench-cache.jsonl, or in $KTUNE_STAGE)
 #   KTUNE_MAX_RESUMES times the sweep is restarted after a kernel broke the CUDA context (default: 20)
@@ -65,6 +78,55 @@ step_build() {
   "$root/tools/build-variants.sh" --build-dir "$build" "${targets[@]}"
 }
 
+# A kernel that breaks the CUDA context ends ktune_bench with exit 3 after caching its failure; the next
+# start resumes after it. bench_resumable OUT_JSON LOG ARGS...
+bench_resumable() {
+  local json="$1" log="$2" rc attempt=0
+  shift 2
+  while :; do
+    rc=0
+    "$bench" "${bench_args[@]}" "$@" --benchmark_out="$json" --benchmark_out_format=json >"$log" || rc=$?
+    ((rc == 3 && attempt < max_resumes)) || break
+    attempt=$((attempt + 1))
+    say "ktune_bench stopped at a kernel that broke the CUDA context; resuming ($attempt/$max_resumes)"
+  done
+  return "$rc"
+}
+
+# step NAME SECONDS: one line of raw/steps.tsv (the wall time of each GPU step, for docs/gpu-log.md).
+record_step() { printf '%s\t%s\n' "$1" "$2" >>"$out/raw/steps.tsv"; }
+
+# The halving search into DIR/search.json with the result cache CACHE.
+run_search() {
+  local dir="$1" cache_file="$2" t0
+  mkdir -p "$dir"
+  t0=$(date +%s)
+  say "search (screens, then the finalists in rounds) -> $dir/search.json (cache: $cache_file)"
+  bench_resumable "$dir/search.json" "$dir/search.txt" --cache "$cache_file" ||
+    { say "ktune_bench search failed (exit $?)"; exit 1; }
+  record_step "search $dir" "$(($(date +%s) - t0))"
+}
+
+# The exhaustive method (issue 9's "today's method") into DIR/{sweep,retest}.json; extra ktune_bench flags
+# after the cache.
+run_exhaustive() {
+  local dir="$1" cache_file="$2" t0
+  shift 2
+  mkdir -p "$dir"
+  t0=$(date +%s)
+  say "exhaustive sweep $* -> $dir/sweep.json (cache: $cache_file)"
+  bench_resumable "$dir/sweep.json" "$dir/sweep.txt" --exhaustive --cache "$cache_file" "$@" ||
+    { say "ktune_bench sweep failed (exit $?)"; exit 1; }
+  record_step "exhaustive sweep $dir" "$(($(date +%s) - t0))"
+  t0=$(date +%s)
+  say "selecting the top $topk per shape for the re-test"
+  "$ktune" select --raw "$dir/sweep.json" --topk "$topk" --candidates "$dir/candidates.json"
+  say "re-test, interleaved"
+  "$bench" "${bench_args[@]}" "$@" --retest "$dir/candidates.json" --benchmark_out="$dir/retest.json" \
+    --benchmark_out_format=json >"$dir/retest.txt"
+  record_step "exhaustive retest $dir" "$(($(date +%s) - t0))"
+}
+
 step_run() {
   need "$bench"
   need "$ktune"
@@ -73,38 +135,47 @@ step_run() {
   local slug
   slug="$("$bench" --print-gpu-slug)"
   echo "$slug" >"$raw/gpu-slug"
-  say "run on $slug: sweep (cache: $cache)"
-
-  # A kernel that breaks the CUDA context ends the process with exit 3 after caching its failure;
-  # the next start resumes after it.
-  local rc attempt=0
-  while :; do
-    rc=0
-    "$bench" "${bench_args[@]}" --cache "$cache" --benchmark_out="$raw/sweep.json" --benchmark_out_format=json \
-      >"$raw/sweep.txt" || rc=$?
-    ((rc == 3 && attempt < max_resumes)) || break
-    attempt=$((attempt + 1))
-    say "the sweep stopped at a kernel that broke the CUDA context; resuming ($attempt/$max_resumes)"
-  done
-  ((rc == 0)) || { say "ktune_bench sweep failed (exit $rc)"; exit 1; }
+  say "run on $slug (${KTUNE_SEARCH:-halving})"
+  if [[ "${KTUNE_SEARCH:-halving}" == exhaustive ]]; then
+    run_exhaustive "$raw" "$cache"
+  else
+    local passes="${KTUNE_PASSES:-1}" p
+    # Earlier passes measure afresh into raw/pass<k>/ with caches of their own; the last one is the result.
+    for ((p = 1; p < passes; ++p)); do
+      rm -f "$raw/pass$p/cache.jsonl"
+      run_search "$raw/pass$p" "$raw/pass$p/cache.jsonl"
+    done
+    run_search "$raw" "$cache"
+  fi
   cp "$cache" "$raw/ktune-bench-cache.jsonl" 2>/dev/null || true
-
-  say "selecting the top $topk per shape for the re-test"
-  "$ktune" select --raw "$raw/sweep.json" --topk "$topk" --candidates "$raw/candidates.json"
-  say "re-test, interleaved"
-  "$bench" "${bench_args[@]}" --retest "$raw/candidates.json" --benchmark_out="$raw/retest.json" \
-    --benchmark_out_format=json >"$raw/retest.txt"
+  if [[ -n "${KTUNE_EXHAUSTIVE_ARGS:-}" ]]; then
+    local extra
+    read -r -a extra <<<"$KTUNE_EXHAUSTIVE_ARGS"
+    rm -f "$raw/exhaustive/cache.jsonl"
+    run_exhaustive "$raw/exhaustive" "$raw/exhaustive/cache.jsonl" "${extra[@]}"
+  fi
   say "raw results in $raw"
 }
 
-# The raw results of a run: $results/raw/{sweep,retest}.json and the GPU's slug.
+# The raw results of a run DIR: search.json, or sweep.json [+ retest.json].
+raw_files() {
+  local dir="$1"
+  files=()
+  if [[ -f "$dir/search.json" ]]; then files=("$dir/search.json")
+  elif [[ -f "$dir/sweep.json" ]]; then
+    files=("$dir/sweep.json")
+    [[ -f "$dir/retest.json" ]] && files+=("$dir/retest.json")
+  fi
+  ((${#files[@]} > 0))
+}
+
+# The raw results of a run: $results/raw/{search,sweep,retest}.json and the GPU's slug.
 raw_inputs() {
   local raw="$results/raw"
-  [[ -f "$raw/sweep.json" ]] || { say "no sweep results in $raw (run 'tools/tune.sh run' first)"; exit 1; }
+  raw_files "$raw" || { say "no search or sweep results in $raw (run 'tools/tune.sh run' first)"; exit 1; }
+  inputs=("${files[@]}")
   slug="$(cat "$raw/gpu-slug" 2>/dev/null || true)"
   [[ -n "$slug" ]] || { say "$raw/gpu-slug is missing"; exit 1; }
-  inputs=("$raw/sweep.json")
-  [[ -f "$raw/retest.json" ]] && inputs+=("$raw/retest.json")
   return 0
 }
 
@@ -117,11 +188,52 @@ step_select() {
   # The raw JSON is a result people keep (contract 6): reports/<gpu>/raw/. It and the T4 export are
   # stored gzip-compressed (-n: no name or time stamp, so the same input gives the same bytes); they are
   # ~90% smaller that way, which keeps the repository and every copy of it sent to a GPU machine small.
-  # Read them with zcat; `ktune select --raw` takes the decompressed files.
+  # Read them with zcat; `ktune select --raw` takes the decompressed files. A search replaces a sweep and
+  # its re-test, and the other way round.
   mkdir -p "reports/$slug/raw"
+  rm -f "reports/$slug/raw/search.json.gz" "reports/$slug/raw/sweep.json.gz" "reports/$slug/raw/retest.json.gz"
   for f in "${inputs[@]}"; do gzip -9nc "$f" >"reports/$slug/raw/$(basename "$f").gz"; done
   for f in reports/"$slug"/*.t4.json; do [[ -f "$f" ]] && gzip -9nf "$f"; done
   return 0
+}
+
+# The run-to-run section: the previous run (KTUNE_PREVIOUS, else this run's raw/pass1/) selected on its
+# own and compared with the results just selected (ktune compare --attach). Its raw files are kept in
+# reports/<gpu>/raw/previous/ so the section can be attached again from the repository.
+step_stability() {
+  need "$ktune"
+  local prev="${KTUNE_PREVIOUS:-$results/raw/pass1}" slug
+  slug="$(cat "$results/raw/gpu-slug" 2>/dev/null || true)"
+  [[ -n "$slug" ]] || return 0
+  if ! raw_files "$prev"; then
+    # Nothing new to compare with: keep the committed previous run's comparison, if there is one.
+    [[ -d "reports/$slug/raw/previous" ]] || return 0
+    prev="$build/ktune-previous-raw"
+    rm -rf "$prev" && mkdir -p "$prev"
+    for f in "reports/$slug/raw/previous/"*.json.gz; do zcat "$f" >"$prev/$(basename "${f%.gz}")"; done
+    raw_files "$prev" || return 0
+  else
+    mkdir -p "reports/$slug/raw/previous"
+    rm -f "reports/$slug/raw/previous/"*.json.gz
+    for f in "${files[@]}"; do gzip -9nc "$f" >"reports/$slug/raw/previous/$(basename "$f").gz"; done
+  fi
+  local dir="$build/ktune-previous-results"
+  rm -rf "$dir"
+  "$ktune" select --raw "${files[@]}" --results "$dir" --build-json none >/dev/null
+  say "run-to-run: against $prev"
+  "$ktune" compare "$dir" reports --attach
+}
+
+# With raw/exhaustive/: the two methods' winners compared (printed and kept beside the raw results).
+step_compare_methods() {
+  need "$ktune"
+  local dir="$results/raw/exhaustive"
+  raw_files "$dir" || return 0
+  local sel="$build/ktune-exhaustive-results"
+  rm -rf "$sel"
+  "$ktune" select --raw "${files[@]}" --results "$sel" --build-json none >/dev/null
+  say "exhaustive (before) vs halving (now), same binaries, same call:"
+  "$ktune" compare "$sel" reports | tee "$results/compare-exhaustive.txt"
 }
 
 # Profiles S and the winners of the results files in reports/ (written by select) on this GPU.
@@ -175,18 +287,18 @@ attach_kept_profile() {
 
 step_tables() { need "$ktune"; "$ktune" tables; }
 step_report() { need "$ktune"; "$ktune" report; }
-step_finish() { step_select; attach_kept_profile; step_tables; step_report; }
+step_finish() { step_select; attach_kept_profile; step_stability; step_compare_methods; step_tables; step_report; }
 
 case "${1:-all}" in
   build) step_build ;;
   run) step_run ;;
-  select) step_select; attach_kept_profile ;;
+  select) step_select; attach_kept_profile; step_stability ;;
   tables) step_tables ;;
   report) step_report ;;
   finish) step_finish ;;
   profile) step_profile ;;
   attach) step_attach ;;
   all) step_build; step_run; step_finish; [[ "${KTUNE_PROFILE:-0}" == 1 ]] && step_profile; true ;;
-  -h|--help|help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h|--help|help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) say "unknown step '$1' (build, run, select, tables, report, finish, profile, attach, all)"; exit 2 ;;
 esac
