@@ -182,7 +182,7 @@ int run_agent(const AgentOptions& o, std::ostream& log) {
                  {"budget", {{"max_rounds", o.budget.max_rounds}, {"max_tokens", o.budget.max_tokens},
                              {"max_wall_s", o.budget.max_wall_s}, {"patience", o.budget.patience}}},
                  {"max_fixes", o.max_fixes},
-                 {"tuning", {{"quick", o.tuning.quick}, {"topk", o.tuning.topk}}},
+                 {"tuning", {{"quick", o.tuning.quick}}},
                  {"arch", tc.arch}};
     (void)record.write("run.json", run.dump(2) + "\n");
   }
@@ -207,6 +207,7 @@ int run_agent(const AgentOptions& o, std::ostream& log) {
     for (const PromptFile& f : fixed)
       if (f.name == "args.hpp" || f.name == "family_base.cuh") shown.push_back({"kernels/" + o.op + "/" + f.name, f.content});
     ctx.system_prompt = system_prompt(o.op, ex_space, ex_family, shown);
+    (void)record.write("system-prompt.md", ctx.system_prompt);
   }
 
   // ---- the rounds ----
@@ -392,7 +393,7 @@ constexpr const char* agent_help = R"(usage: ktune agent S.cu --spec SPEC.json -
 
 Stage 1 of ktune: an LLM rewrites the original kernel S into a tunable family (space.hpp, family.cuh);
 every candidate is built here, judged against S on the GPU (fresh random inputs, edge shapes, poisoned
-outputs, compute-sanitizer on the winner) and tuned (sweep, top-K re-test); the planner decides each next
+outputs, compute-sanitizer on the winner) and tuned (the search of make tune); the planner decides each next
 round from the measurements. The best correct family becomes kernels/OP/; runs/OP/<time>/ records every
 round. S's form and the providers' settings: generator/README.md.
 
@@ -409,7 +410,6 @@ round. S's form and the providers' settings: generator/README.md.
   --patience N       stop after N rounds without gain beyond the noise band (default 3)
   --fixes N          follow-ups per round after a failed build or refused answer (default 2)
   --quick            fewer timing samples (smoke runs)
-  --topk K           variants per shape in the re-test (default 3)
   --seed N           seed of the judge's random inputs (default: fresh per run)
   --no-sanitizer     skip compute-sanitizer on the winner
   --replay FILE      answer from a recorded llm.jsonl instead of the network (no endpoint needed)
@@ -462,7 +462,6 @@ int agent_command(const std::vector<std::string>& args) {
       else if (a == "--max-wall") o.budget.max_wall_s = static_cast<double>(number());
       else if (a == "--patience") o.budget.patience = static_cast<int>(number());
       else if (a == "--fixes") o.max_fixes = static_cast<int>(number());
-      else if (a == "--topk") o.tuning.topk = std::max(1, static_cast<int>(number()));
       else if (a == "--seed") o.testing.seed = o.tuning.seed = static_cast<std::uint64_t>(number());
       else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown option " + a + " (see ktune agent --help)");
       else positional.push_back(a);

@@ -62,8 +62,10 @@ GenerationResult generate(const GenerationContext& ctx, const std::string& promp
       g.error.clear();
       break;
     }
-    g.error = fmt::format("the build failed at the {} stage{}:\n{}", g.build.stage,
-                          g.build.timed_out ? " (time limit)" : "", g.build.diagnostics);
+    // One line for the verdict (the first error); the whole messages go back to the LLM and into the record.
+    std::string first = g.build.diagnostics.substr(0, g.build.diagnostics.find('\n'));
+    if (first.size() > 240) first = first.substr(0, 240) + "...";
+    g.error = fmt::format("the build failed at the {} stage{}: {}", g.build.stage, g.build.timed_out ? " (time limit)" : "", first);
     messages.push_back(llm::Message::user(fix_prompt(g.build.stage, g.build.diagnostics)));
   }
   return g;

@@ -50,7 +50,7 @@ std::string read_ranking(const nlohmann::json& results, Ranking& out) {
         const std::string source = sh.value("band_source", "sweep");
         for (const auto& v : sh.at("variants")) {
           const std::string id = v.at("id").get<std::string>();
-          // Both from the same source, so the ratio compares like with like (S is in every re-test).
+          // Both from the same source, so the ratio compares like with like (S is among every shape's finalists).
           const double t = median_us(v, source) > 0 ? median_us(v, source) : median_us(v, "sweep");
           if (id == "original" && v.value("verdict", "") == "ok") o.s_us = t;
           if (id == o.winner) o.winner_us = t;
@@ -116,19 +116,14 @@ TuningResult tune_candidate(const Toolchain& tc, const Candidate& c, const fs::p
     return false;
   };
 
-  const fs::path sweep = out_dir / "sweep.json", cands = out_dir / "candidates.json", retest = out_dir / "retest.json";
-  auto sweep_cmd = common;
-  sweep_cmd.push_back("--benchmark_out=" + sweep.string());
-  if (!run(sweep_cmd, "the sweep")) return t;
-  if (!run({tc.ktune, "select", "--raw", sweep.string(), "--topk", std::to_string(options.topk), "--candidates",
-            cands.string(), "--kernels", c.kernels_dir().string()},
-           "ktune select --topk"))
-    return t;
-  auto retest_cmd = common;
-  retest_cmd.insert(retest_cmd.end(), {"--retest", cands.string(), "--benchmark_out=" + retest.string()});
-  if (!run(retest_cmd, "the re-test")) return t;
+  // The search stage as `make tune` runs it: screens of every variant, then the finalists of each shape
+  // in interleaved rounds, S in the same process (bench/README.md), into one raw file.
+  const fs::path search = out_dir / "search.json";
+  auto search_cmd = common;
+  search_cmd.push_back("--benchmark_out=" + search.string());
+  if (!run(search_cmd, "the search")) return t;
   const fs::path results_dir = out_dir / "results";
-  if (!run({tc.ktune, "select", "--raw", sweep.string(), retest.string(), "--kernels", c.kernels_dir().string(),
+  if (!run({tc.ktune, "select", "--raw", search.string(), "--kernels", c.kernels_dir().string(),
             "--results", results_dir.string(), "--build-json", "none"},
            "ktune select"))
     return t;

@@ -1,7 +1,7 @@
 // generator/agents/tuning.hpp: the tuning agent: the existing search stage run on one candidate family
-// and this op only: the sweep of every feasible variant and S (ktune_bench), the top K per shape
-// (`ktune select --topk`), their interleaved re-test, and the normalised results file
-// (docs/results-schema.md), from which it returns the ranking. Deterministic code, no LLM.
+// and this op only: ktune_bench's search (every feasible variant screened with S in the same process,
+// the finalists of each shape re-timed in interleaved rounds), then `ktune select` for the normalised
+// results file (docs/results-schema.md), from which it returns the ranking. Deterministic code, no LLM.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,6 @@ namespace ktune::gen {
 
 struct TuningOptions {
   bool quick = false;          ///< ktune_bench --quick (fewer samples: smoke runs and tests)
-  int topk = 3;                ///< candidates per shape in the re-test
   double timeout_s = 900;      ///< per benchmark run
   std::uint64_t seed = 0;      ///< 0: a fresh seed per run
 };
@@ -61,7 +60,7 @@ struct TuningResult {
   std::string log;   ///< commands and their output
 };
 
-/// Runs sweep, selection and re-test of the candidate; files go to out_dir.
+/// Runs the search and the selection on the candidate; files go to out_dir.
 TuningResult tune_candidate(const Toolchain& tc, const Candidate& c, const std::filesystem::path& out_dir,
                             const TuningOptions& options);
 

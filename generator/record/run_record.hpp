@@ -3,14 +3,17 @@
 //
 //   run.json              the settings of the run and, at the end, its outcome
 //   llm.jsonl             every LLM exchange (generator/llm: keys redacted); `--replay` reads it
+//   system-prompt.md      the conventions every call carries (the example family, the op's generated files)
 //   round-NN/             per round: decision.json (the planner's choice and why), prompt-K.md and
 //                         answer-K.json (each exchange of the round), space.hpp and family.cuh (the
-//                         candidate), build.log, gate-edge.json, sweep.json / retest.json and the
-//                         results file, sanitizer logs, verdict.json (the judge's verdict and findings)
+//                         candidate), build.log, judge.log, tune.log, results.json (the candidate's
+//                         results file), sanitizer.log, verdict.json (the judge's verdict and findings)
 //   planner.json          the planner's tree after every round
 //   summary.md            what was tried, what won, by how much over S, and why (Markdown)
+//   result.json           exit code, outcome, best node, token usage
+//   session.json          what a replay does not reproduce: the start time, wall times per round
 //
-// Every file is written atomically. Nothing in it depends on the clock except run.json's times and the
+// Every file is written atomically. Nothing in it depends on the clock but session.json and the
 // folder's name, so a replayed run writes the same bytes elsewhere (generator/README.md).
 #pragma once
 

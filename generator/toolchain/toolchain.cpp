@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 #include <sstream>
 
 #include "generator/record/files.hpp"
@@ -94,6 +96,10 @@ std::string load_toolchain(const fs::path& path, Toolchain& out) {
     out.templates_dir = resolve(base, j.at("templates_dir").get<std::string>());
     out.kernels_dir = resolve(base, j.at("kernels_dir").get<std::string>());
     out.ktune = resolve(base, j.at("ktune").get<std::string>());
+    // As many compiles at once as this machine has cores (the GPU machine has 16, CI 2), and at least
+    // as many shards as compiles so they all have work.
+    out.jobs = j.value("jobs", static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    out.shards = j.value("shards", std::clamp(out.jobs, 4, 16));
     if (const char* nvcc = std::getenv("KTUNE_NVCC"); nvcc && *nvcc) out.nvcc = nvcc;  // the GPU machine's own
     else if (out.nvcc.find('/') != std::string::npos && !fs::exists(out.nvcc)) out.nvcc = "nvcc";
   } catch (const std::exception& e) {

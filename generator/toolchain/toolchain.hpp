@@ -31,9 +31,9 @@ struct Toolchain {
   std::string kernels_dir;                     ///< the project's kernels/ (the example family in prompts)
   std::string ktune;                           ///< the ktune command line (select)
   std::string sanitizer = "compute-sanitizer";
-  int jobs = 2;                                ///< parallel compiles
+  int jobs = 2;                                ///< parallel compiles (default: the machine's cores)
   double compile_timeout_s = 300;              ///< per translation unit
-  int shards = 4;                              ///< shard units per candidate
+  int shards = 4;                              ///< shard units per candidate (default: jobs, 4 to 16)
 };
 
 /// Reads a toolchain.json; relative paths are taken from its folder. Empty string on success.

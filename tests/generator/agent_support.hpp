@@ -48,7 +48,6 @@ inline AgentOptions sample_options(const std::filesystem::path& work, const std:
   o.llm.backoff_base_s = 0.01;
   o.llm.backoff_cap_s = 0.05;
   o.tuning.quick = true;
-  o.tuning.topk = 2;
   return o;
 }
 
