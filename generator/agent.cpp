@@ -424,7 +424,11 @@ int agent_command(const std::vector<std::string>& args) {
                 << llm::flags_usage();
       return agent_ok;
     }
-  llm::FlagParse flags = llm::parse_flags(args);
+  // The agent asks for JSON answers, so JSON mode is on unless the flags or the file turn it off (a
+  // server without it, such as some llama.cpp builds).
+  llm::ProviderConfig base;
+  base.json_mode = true;
+  llm::FlagParse flags = llm::parse_flags(args, base);
   if (!flags.ok()) {
     std::cerr << "ktune agent: " << flags.error << "\n";
     return agent_usage;
