@@ -27,10 +27,6 @@ Judgement fail(Node::Verdict v, std::string reason, std::string findings = {}) {
   return j;
 }
 
-void log_run(std::string& log, const std::vector<std::string>& cmd, const ProcessResult& r) {
-  log += fmt::format("$ {}\n{}[exit {}{}, {:.1f} s]\n\n", command_line(cmd), r.output, r.exit_code,
-                     r.timed_out ? ", timed out" : "", r.seconds);
-}
 
 std::vector<std::string> gate_command(const Candidate& c, const fs::path& kernels, const fs::path& out,
                                       const TestingOptions& o) {
@@ -91,7 +87,7 @@ Judgement gate_edges(const Toolchain& tc, const Candidate& c, const std::string&
   const auto cmd = gate_command(c, kernels, out, options);
   const ProcessResult r = run_process(cmd, popt);
   Judgement j;
-  log_run(j.log, cmd, r);
+  log_process(j.log, cmd, r);
   if (r.timed_out) {
     Judgement t = fail(Node::timeout, fmt::format("the edge-shape gate did not finish in {:.0f} s (a variant hangs?)", options.gate_timeout_s));
     t.log = j.log;
@@ -200,7 +196,7 @@ Judgement sanitize(const Toolchain& tc, const Candidate& c, const std::string& i
     cmd.insert(cmd.end(), gate.begin(), gate.end());
     cmd.insert(cmd.end(), {"--variants", "^" + id + "$", "--dtypes", dtype, "--shapes", "^" + shape_key + "$"});
     const ProcessResult r = run_process(cmd, popt);
-    log_run(j.log, cmd, r);
+    log_process(j.log, cmd, r);
     if (!r.started || r.exit_code == 127) {
       j.findings += fmt::format("compute-sanitizer {} was not run: {} is not available here.\n", tool, tc.sanitizer);
       continue;

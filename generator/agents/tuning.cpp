@@ -20,10 +20,6 @@ double median_us(const nlohmann::json& variant, const std::string& source) {
   return variant[source].value("median_us", 0.0);
 }
 
-void log_run(std::string& log, const std::vector<std::string>& cmd, const ProcessResult& r) {
-  log += fmt::format("$ {}\n{}[exit {}{}, {:.1f} s]\n\n", command_line(cmd), r.output, r.exit_code,
-                     r.timed_out ? ", timed out" : "", r.seconds);
-}
 
 }  // namespace
 
@@ -108,7 +104,7 @@ TuningResult tune_candidate(const Toolchain& tc, const Candidate& c, const fs::p
 
   auto run = [&](std::vector<std::string> cmd, const char* what) -> bool {
     const ProcessResult r = run_process(cmd, popt);
-    log_run(t.log, cmd, r);
+    log_process(t.log, cmd, r);
     if (r.ok()) return true;
     t.timed_out = r.timed_out;
     t.error = fmt::format("{} {}: {}", what, r.timed_out ? "timed out" : "failed (exit " + std::to_string(r.exit_code) + ")",

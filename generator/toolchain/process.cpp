@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -61,6 +62,12 @@ std::string command_line(const std::vector<std::string>& argv) {
     }
   }
   return s;
+}
+
+void log_process(std::string& log, const std::vector<std::string>& argv, const ProcessResult& r) {
+  char tail[96];
+  std::snprintf(tail, sizeof tail, "[exit %d%s, %.1f s]\n\n", r.exit_code, r.timed_out ? ", timed out" : "", r.seconds);
+  log += "$ " + command_line(argv) + "\n" + r.output + (r.output.empty() || r.output.back() == '\n' ? "" : "\n") + tail;
 }
 
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {

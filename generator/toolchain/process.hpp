@@ -35,4 +35,7 @@ std::vector<ProcessResult> run_processes(const std::vector<std::vector<std::stri
 /// A shell-style rendering of argv for logs ('quoted' where needed).
 std::string command_line(const std::vector<std::string>& argv);
 
+/// Appends "$ command", its output and "[exit N, T s]" to a log (the records' *.log files).
+void log_process(std::string& log, const std::vector<std::string>& argv, const ProcessResult& r);
+
 }  // namespace ktune::gen

@@ -66,10 +66,6 @@ std::vector<std::string> compile_command(const Toolchain& tc, const fs::path& ro
   return cmd;
 }
 
-void log_command(std::string& log, const std::vector<std::string>& cmd, const ProcessResult& r) {
-  log += fmt::format("$ {}\n{}[exit {}{}, {:.1f} s]\n\n", command_line(cmd), r.output, r.exit_code,
-                     r.timed_out ? ", timed out" : "", r.seconds);
-}
 
 }  // namespace
 
@@ -161,14 +157,14 @@ CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const
   for (const std::string& d : tc.include_dirs) probe_cmd.push_back("-I" + d);
   probe_cmd.insert(probe_cmd.end(), {"-I" + root.string(), (gen / "probe.cu").string(), "-o", (bin / "probe").string()});
   ProcessResult r = run_process(probe_cmd, popt);
-  log_command(b.log, probe_cmd, r);
+  log_process(b.log, probe_cmd, r);
   if (!r.ok()) {
     b.timed_out = r.timed_out;
     b.diagnostics = bounded_diagnostics(r.output + r.error, 6000);
     return finish(b);
   }
   r = run_process({(bin / "probe").string()}, popt);
-  log_command(b.log, {(bin / "probe").string()}, r);
+  log_process(b.log, {(bin / "probe").string()}, r);
   try {
     const nlohmann::json j = nlohmann::json::parse(r.output);
     b.probe.hash = std::stoull(j.at("hash").get<std::string>());
@@ -214,7 +210,7 @@ CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const
   const std::vector<ProcessResult> results = run_processes(cmds, tc.jobs, popt);
   std::string failed;
   for (std::size_t i = 0; i < results.size(); ++i) {
-    log_command(b.log, cmds[i], results[i]);
+    log_process(b.log, cmds[i], results[i]);
     if (!results[i].ok() && failed.empty()) {
       b.timed_out = results[i].timed_out;
       failed = results[i].output + results[i].error;
@@ -236,7 +232,7 @@ CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const
   }
   link.insert(link.end(), tc.link_flags.begin(), tc.link_flags.end());
   r = run_process(link, popt);
-  log_command(b.log, link, r);
+  log_process(b.log, link, r);
   if (!r.ok()) {
     b.timed_out = r.timed_out;
     b.diagnostics = bounded_diagnostics(r.output + r.error, 6000);
