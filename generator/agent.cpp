@@ -282,7 +282,7 @@ int run_agent(const AgentOptions& o, std::ostream& log) {
       continue;
     }
     FamilyRecord fam{g.answer, "", g.build.probe, root, {}};
-    const Candidate cand{o.op, root, g.build.binary, g.build.probe};
+    const Candidate cand{o.op, root, g.build.binary, g.build.profiler, g.build.probe};
 
     if (!gpu_checked) {
       ProcessOptions popt;
@@ -342,7 +342,15 @@ int run_agent(const AgentOptions& o, std::ostream& log) {
       families[node] = fam;
       continue;
     }
-    fam.findings = edge.findings + rank.findings + san.findings;
+    // The winner's CUPTI profile at the smallest and the largest shape of its dtype, beside S's: what the
+    // next rewrite of this family reads.
+    std::vector<std::string> shapes;
+    for (const ShapeOutcome& s : tune.ranking.shapes)
+      if (s.dtype == dtype) shapes.push_back(s.shape);
+    if (shapes.size() > 2) shapes = {shapes.front(), shapes.back()};
+    Judgement prof = profile(tc, cand, tune.ranking.best_id, dtype, shapes, root / "profile");
+    (void)record.write_round(round, "profile.log", prof.log);
+    fam.findings = edge.findings + rank.findings + san.findings + prof.findings;
     families[node] = fam;
     finish_round(rank.verdict, rank.reason, tune.ranking.geomean_speedup, tune.ranking.band, tune.ranking.best_id, fam.findings);
   }

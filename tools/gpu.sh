@@ -91,7 +91,11 @@ for p in m["link_inputs"]:
     else:
         shutil.copy(p, os.path.join(dest, "lib", name))
         link.append("lib/" + name)
-m.update({"nvcc": "nvcc", "include_dirs": ["../../include", "include"], "link_inputs": link,
+profile = []
+for p in m.get("profile_link_inputs", []):
+    shutil.copy(p, os.path.join(dest, "lib", "profile_" + os.path.basename(p)))
+    profile.append("lib/profile_" + os.path.basename(p))
+m.update({"nvcc": "nvcc", "include_dirs": ["../../include", "include"], "link_inputs": link, "profile_link_inputs": profile,
           "library_path": ["../lib"], "templates_dir": "../../bench", "kernels_dir": "../../kernels",
           "ktune": "../bin/ktune"})
 json.dump(m, open(os.path.join(dest, "toolchain.json"), "w"), indent=2)

@@ -12,6 +12,7 @@ struct Candidate {
   std::string op;
   std::filesystem::path root;    ///< the work folder: root/kernels/<op>/, root/bin/ktune_bench
   std::filesystem::path binary;  ///< the candidate's ktune_bench (every feasible variant and S)
+  std::filesystem::path profiler;  ///< its ktune_profile (CUPTI); may be empty
   SpaceProbe probe;
   std::filesystem::path kernels_dir() const { return root / "kernels"; }
 };

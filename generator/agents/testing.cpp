@@ -233,4 +233,31 @@ Judgement sanitize(const Toolchain& tc, const Candidate& c, const std::string& i
   return j;
 }
 
+Judgement profile(const Toolchain& tc, const Candidate& c, const std::string& id, const std::string& dtype,
+                  const std::vector<std::string>& shapes, const fs::path& out_dir, double timeout_s) {
+  Judgement j;
+  if (c.profiler.empty()) {
+    j.findings = "No CUPTI profile: the toolchain has no profiler parts.\n";
+    return j;
+  }
+  std::vector<std::string> cmd{c.profiler.string(), "--op", c.op, "--dtype", dtype, "--variant", "original", "--variant", id,
+                               "--json", (out_dir / "profile.json").string()};
+  for (const std::string& s : shapes) cmd.insert(cmd.end(), {"--shape", s});
+  ProcessOptions popt;
+  popt.timeout_s = timeout_s;
+  popt.env = run_environment(tc);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  const ProcessResult r = run_process(cmd, popt);
+  log_process(j.log, cmd, r);
+  if (!r.ok()) {
+    j.findings = fmt::format("The CUPTI profile of {} did not complete ({}).\n", id,
+                             r.timed_out ? "time limit" : "exit " + std::to_string(r.exit_code));
+    return j;
+  }
+  j.findings = fmt::format("CUPTI profile of S and {} ({}), ktune_profile's report:\n{}", id, dtype,
+                           bounded_diagnostics(r.output, 4000));
+  return j;
+}
+
 }  // namespace ktune::gen

@@ -7,6 +7,9 @@
 //   judge_ranking  the sweep's and re-test's verdicts (a variant wrong anywhere rejects the family)
 //                  and the speedup over S (slower or measured)
 //   sanitize       compute-sanitizer racecheck and memcheck on the family's winner
+//   profile        the CUPTI profile of the winner and S (ktune_profile: bandwidth against the copy
+//                  ceiling, DRAM throughput, occupancy, stall reasons, and diagnose.hpp's findings),
+//                  for the next prompt; it informs, it never rejects
 //
 // A family fails as a whole: the public API may route any call to any of its variants.
 #pragma once
@@ -14,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "generator/agents/candidate.hpp"
 #include "generator/agents/planning.hpp"
@@ -49,5 +53,10 @@ Judgement judge_ranking(const Ranking& r);
 
 Judgement sanitize(const Toolchain& tc, const Candidate& c, const std::string& id, const std::string& dtype,
                    const std::string& shape_key, const std::filesystem::path& out_dir, const TestingOptions& options);
+
+/// Profiles S and variant `id` at each of `shapes` (keys) for `dtype`; the findings are ktune_profile's
+/// report. Always passes.
+Judgement profile(const Toolchain& tc, const Candidate& c, const std::string& id, const std::string& dtype,
+                  const std::vector<std::string>& shapes, const std::filesystem::path& out_dir, double timeout_s = 300);
 
 }  // namespace ktune::gen

@@ -88,6 +88,8 @@ std::string load_toolchain(const fs::path& path, Toolchain& out) {
     out.include_dirs = list("include_dirs");
     out.link_inputs = list("link_inputs");
     out.link_flags = j.value("link_flags", std::vector<std::string>{});
+    out.profile_link_inputs = list("profile_link_inputs");
+    out.profile_link_flags = j.value("profile_link_flags", std::vector<std::string>{});
     out.library_path = list("library_path");
     out.templates_dir = resolve(base, j.at("templates_dir").get<std::string>());
     out.kernels_dir = resolve(base, j.at("kernels_dir").get<std::string>());
@@ -240,6 +242,18 @@ CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const
   }
   b.binary = bin / "ktune_bench";
   b.ok = true;
+
+  // 4. The profiler, from the same objects: informational (the winner's CUPTI findings), so a failure
+  //    here is logged and the candidate stands.
+  if (!tc.profile_link_inputs.empty()) {
+    std::vector<std::string> plink{tc.nvcc, fmt::format("-arch=sm_{}", tc.arch), "-o", (bin / "ktune_profile").string()};
+    plink.insert(plink.end(), objects.begin(), objects.end());
+    plink.insert(plink.end(), tc.profile_link_inputs.begin(), tc.profile_link_inputs.end());
+    plink.insert(plink.end(), tc.profile_link_flags.begin(), tc.profile_link_flags.end());
+    r = run_process(plink, popt);
+    log_process(b.log, plink, r);
+    if (r.ok()) b.profiler = bin / "ktune_profile";
+  }
   b.stage = "done";
   return finish(b);
 }

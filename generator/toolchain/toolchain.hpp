@@ -26,6 +26,8 @@ struct Toolchain {
   std::vector<std::string> include_dirs;       ///< ktune's include/, Boost (Hana)
   std::vector<std::string> link_inputs;        ///< ktune_bench's main object, libraries, libbenchmark
   std::vector<std::string> link_flags;
+  std::vector<std::string> profile_link_inputs;  ///< ktune_profile's main object (CUPTI), for the winner's profile
+  std::vector<std::string> profile_link_flags;
   std::vector<std::string> library_path;       ///< LD_LIBRARY_PATH for running what was linked
   std::string templates_dir;                   ///< bench/: shard.cu.in, original.cu.in
   std::string kernels_dir;                     ///< the project's kernels/ (the example family in prompts)
@@ -55,13 +57,15 @@ struct CandidateBuild {
   std::string diagnostics;  ///< the compiler's messages for the LLM, bounded (errors first)
   std::string log;          ///< every command and its whole output, for the run record
   std::filesystem::path binary;
+  std::filesystem::path profiler;  ///< the candidate's ktune_profile; empty when the toolchain has none or it failed to link
   double seconds = 0;
   SpaceProbe probe;
 };
 
 /// Builds the candidate whose kernel folder is root/kernels/<op>/: probes the space, writes the
-/// translation units to root/generated/, compiles them and links root/bin/ktune_bench. Everything it
-/// writes stays under root.
+/// translation units to root/generated/, compiles them and links root/bin/ktune_bench (and, where the
+/// toolchain has its parts, root/bin/ktune_profile from the same objects). Everything it writes stays
+/// under root.
 CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const std::filesystem::path& root);
 
 /// The environment a linked candidate runs with (LD_LIBRARY_PATH).

@@ -77,6 +77,7 @@ TEST(AgentGpu, ScriptedLoopJudgesEachFamilyAndInstallsTheWinner) {
   EXPECT_GT(winner["geomean_speedup"].get<double>(), 1.0);
   EXPECT_TRUE(fs::exists(run / "round-05/results.json"));
   EXPECT_TRUE(fs::exists(run / "round-03/sanitizer.log"));
+  EXPECT_NE(read_file(run / "round-05/profile.log", err).find("finding"), std::string::npos) << "the winner's CUPTI profile";
   const std::string summary = read_file(run / "summary.md", err);
   EXPECT_NE(summary.find("The winner: node 5"), std::string::npos) << summary;
   std::cout << "agent record: " << run << "\n" << summary;
@@ -91,7 +92,7 @@ TEST(AgentGpu, ScriptedLoopJudgesEachFamilyAndInstallsTheWinner) {
   ASSERT_EQ(load_toolchain(env_tc && *env_tc ? fs::path(env_tc) : fs::path(KTUNE_DEFAULT_TOOLCHAIN), tc), "");
   const CandidateBuild b = build_candidate(tc, o.op, work);  // work/kernels/<op>/ is the installed folder
   ASSERT_TRUE(b.ok) << b.diagnostics;
-  const Candidate c{o.op, work, b.binary, b.probe};
+  const Candidate c{o.op, work, b.binary, b.profiler, b.probe};
   TestingOptions t;
   t.seed = 7;
   std::string spec_err;
