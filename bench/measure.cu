@@ -341,20 +341,24 @@ struct GpuMeasurer::State {
 
   Status launch(Prepared& p) { return p.v->run(args[p.next++ % rotations].get(), stream); }
 
-  /// What time_kernel does before its samples: warm-up, the one launch that decides on graph replay,
-  /// and the capture of `batch` launches when it is short. Done once per finalist.
-  Status prepare_timer(Prepared& p, const TimingSettings& t) {
+  /// What time_kernel does before its samples, once per finalist: warm-up, then the capture of `batch`
+  /// launches when `graph` (the screen was graph-replayed: the rounds time the same way), `batch` sized
+  /// from the fastest of three single launches.
+  Status prepare_timer(Prepared& p, const TimingSettings& t, bool graph) {
     for (int i = 0; i < t.warmup; ++i) KTUNE_TRY(launch(p));
     KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
     KTUNE_TRY(ensure_events());
-    KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
-    KTUNE_TRY(launch(p));
-    KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
-    KTUNE_CUDA_TRY(cudaEventSynchronize(ev_stop));
-    float one_ms = 0;
-    KTUNE_CUDA_TRY(cudaEventElapsedTime(&one_ms, ev_start, ev_stop));
-    const double one_us = one_ms * 1e3;
-    if (t.graph && one_us < t.graph_below_us) {
+    double one_us = 0;
+    for (int probe = 0; probe < 3; ++probe) {
+      KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
+      KTUNE_TRY(launch(p));
+      KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
+      KTUNE_CUDA_TRY(cudaEventSynchronize(ev_stop));
+      float ms = 0;
+      KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
+      one_us = probe == 0 ? ms * 1e3 : std::min(one_us, ms * 1e3);
+    }
+    if (t.graph && graph) {
       p.batch = static_cast<int>(std::clamp(t.graph_sample_us / std::max(one_us, 1.0), 2.0, static_cast<double>(t.max_batch)));
       KTUNE_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       Status captured = Status::success();
@@ -766,7 +770,7 @@ BenchResult GpuMeasurer::retime(const WorkItem& item, const BenchResult& previou
   return r;
 }
 
-bool GpuMeasurer::round(const WorkItem& item, int samples, Timed& t, BenchResult& r) {
+bool GpuMeasurer::round(const WorkItem& item, int samples, bool graph, Timed& t, BenchResult& r) {
   State& s = *s_;
   PhaseScope phase(s.phases, PhaseTimes::timing);
   auto it = s.prepared.find(item.id);
@@ -782,7 +786,7 @@ bool GpuMeasurer::round(const WorkItem& item, int samples, Timed& t, BenchResult
       r.cacheable = false;
       return false;
     }
-    const Status st = s.prepare_timer(*p, s.rounds);
+    const Status st = s.prepare_timer(*p, s.rounds, graph);
     if (!st.ok()) {
       s.cuda_failure(r, "rejected: timing failed: ", st);
       return false;

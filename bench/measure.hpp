@@ -80,7 +80,7 @@ class GpuMeasurer : public SearchMeasurer {
   BenchResult screen(const WorkItem& item) override;
   BenchResult retime(const WorkItem& item, const BenchResult& previous) override;
   std::string begin_rounds(const ShapeGroup& g) override;
-  bool round(const WorkItem& item, int samples, Timed& t, BenchResult& r) override;
+  bool round(const WorkItem& item, int samples, bool graph, Timed& t, BenchResult& r) override;
 
   const PhaseTimes& phases() const;
   /// Warnings for the run's summary (e.g. the device comparison turned off).

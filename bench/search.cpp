@@ -348,7 +348,7 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           const int samples = screen.spread <= s.tight_spread ? s.tight_samples : s.loose_samples;
           Timed t;
           BenchResult& r = refined[k];
-          if (!m.round(g.items[fin[k]], samples, t, r)) {
+          if (!m.round(g.items[fin[k]], samples, screen.batch > 1, t, r)) {
             live[k] = false;
             if (r.fatal) {
               abort_with(g.items[fin[k]].name + ": " + r.error);
@@ -371,11 +371,24 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           if (leader == fin.size() || median(medians[k]) < median(medians[leader])) leader = k;
         }
         if (leader == fin.size()) continue;
-        for (std::size_t k = 0; k < fin.size(); ++k)
-          if (k != leader && live[k] && !out[k] && clearly_out(medians[k], medians[leader], s)) {
-            out[k] = true;
-            ++o.left_out;
-          }
+        // A finalist whose rounds spread out of line with the others' is not left out on them.
+        std::vector<BenchResult> spreads;
+        for (std::size_t k = 0; k < fin.size(); ++k) {
+          BenchResult x;
+          x.samples = static_cast<int>(medians[k].size());
+          x.spread = medians[k].empty() ? 0 : round_stats(medians[k]).spread;
+          if (live[k] && x.samples > 0) spreads.push_back(x);
+        }
+        const double typical = typical_spread(spreads);
+        for (std::size_t k = 0; k < fin.size(); ++k) {
+          if (k == leader || !live[k] || out[k] || !clearly_out(medians[k], medians[leader], s)) continue;
+          BenchResult x;
+          x.samples = static_cast<int>(medians[k].size());
+          x.spread = round_stats(medians[k]).spread;
+          if (out_of_line(x, typical, s)) continue;
+          out[k] = true;
+          ++o.left_out;
+        }
       }
       for (std::size_t k = 0; k < fin.size(); ++k) {
         BenchResult& r = refined[k];

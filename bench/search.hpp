@@ -83,7 +83,9 @@ std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened
 std::string general_of(const std::vector<const std::vector<BenchResult>*>& groups);
 
 /// After at least `min_rounds`: whether a finalist is clearly out, i.e. its fastest round median is
-/// above the leader's median by more than max(out_margin, 2 x the leader's spread over its rounds).
+/// above the leader's median by more than max(out_margin, 2 x the leader's spread over its rounds). A
+/// finalist whose rounds spread out of line with the other finalists' (out_of_line's rule on the spread
+/// of its round medians) is never left out: it is not dropped on a disturbed measurement.
 bool clearly_out(const std::vector<double>& mine, const std::vector<double>& leader, const SearchSettings& s);
 
 /// The halving search's GPU half (bench/measure.cu implements it; tests fake it).
@@ -97,9 +99,11 @@ class SearchMeasurer : public Measurer {
   /// Prepares the group for rounds of timing only: inputs and rotation, no reference and no gate (the
   /// finalists passed it). end_shape() releases it.
   virtual std::string begin_rounds(const ShapeGroup& g) = 0;
-  /// One round of `item`: `samples` samples; its graph is captured on its first round and replayed in
-  /// the later ones. False (with r.error) when timing failed.
-  virtual bool round(const WorkItem& item, int samples, Timed& t, BenchResult& r) = 0;
+  /// One round of `item`: `samples` samples; with `graph` (its screen was graph-replayed) a graph is
+  /// captured on its first round and replayed in the later ones, else plain launches, so one slow probe
+  /// cannot switch a finalist's rounds to another way of timing than its screen's. False (with r.error)
+  /// when timing failed.
+  virtual bool round(const WorkItem& item, int samples, bool graph, Timed& t, BenchResult& r) = 0;
 };
 
 /// The cache key of a variant's refined (rounds) result, from its screen key.
