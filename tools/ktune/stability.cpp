@@ -36,17 +36,23 @@ std::optional<double> variation(std::optional<double> before, std::optional<doub
 
 std::string pct(double v) { return fmt::format("{:.1f}%", 100 * v); }
 
-/// Why a shape misses the goal, from what the two runs measured.
-std::string why_not(const StabilityRow& r) {
+/// Why a shape misses the goal, from what the two runs measured. `gap_before` / `gap_now`: how far the
+/// other run's winner is behind this run's in each run (nullopt where a run has no time for it).
+std::string why_not(const StabilityRow& r, std::optional<double> gap_before, std::optional<double> gap_now) {
   std::vector<std::string> what, because;
-  if (!r.held && !r.within_band)
-    what.push_back(fmt::format("the winner changed outside the band ({} -> {})", r.winner_before, r.winner));
-  if (r.variation > stability_goal_variation) what.push_back(fmt::format("its time moved {}", pct(r.variation)));
-  if (r.copy_variation && *r.copy_variation > stability_goal_variation / 2)
+  const bool changed = !r.held && !r.within_band, moved = r.variation > stability_goal_variation;
+  if (changed) what.push_back(fmt::format("the winner changed outside the band ({} -> {})", r.winner_before, r.winner));
+  if (moved) what.push_back(fmt::format("its time moved {}", pct(r.variation)));
+  if (changed && gap_before && gap_now)
+    because.push_back(fmt::format("the two were {} apart in the earlier run and {} in this one, in opposite order, "
+                                  "each beyond its run's band ({}, {})",
+                                  pct(*gap_before), pct(*gap_now), pct(r.band_before), pct(r.band)));
+  const double notable = std::max(0.5 * r.variation, stability_goal_variation / 2);
+  if (moved && r.copy_variation && *r.copy_variation >= notable)
     because.push_back(fmt::format("the same-size copy moved {} between the runs too: the device's own run-to-run "
                                   "variation at this size", pct(*r.copy_variation)));
-  if (r.original_variation && *r.original_variation > stability_goal_variation / 2)
-    because.push_back(fmt::format("S moved {}", pct(*r.original_variation)));
+  if (moved && r.original_variation && *r.original_variation >= notable)
+    because.push_back(fmt::format("S moved {} too", pct(*r.original_variation)));
   const double band = std::max(r.band, r.band_before);
   if (band > stability_goal_variation)
     because.push_back(fmt::format("within one run the winner's rounds spread {} (noise band)", pct(band)));
@@ -54,9 +60,23 @@ std::string why_not(const StabilityRow& r) {
     because.push_back(fmt::format("a {:.3g} us call is launch-bound: a few tens of ns are 1%", std::min(r.time_us, r.time_before_us)));
   std::string s;
   for (std::size_t i = 0; i < what.size(); ++i) s += (i ? " and " : "") + what[i];
-  s += because.empty() ? std::string(": no cause in the controls (copy, S, band) at this size") : ": ";
+  if (because.empty()) {
+    s += ": no cause in the controls at this size";
+    if (r.copy_variation || r.original_variation)
+      s += fmt::format(" (the same-size copy moved {}, S {})", r.copy_variation ? pct(*r.copy_variation) : "-",
+                       r.original_variation ? pct(*r.original_variation) : "-");
+    return s;
+  }
+  s += ": ";
   for (std::size_t i = 0; i < because.size(); ++i) s += (i ? "; " : "") + because[i];
   return s;
+}
+
+/// How far `behind` is behind `ahead` on `s` (time ratio - 1), on one footing.
+std::optional<double> gap(const ShapeResult& s, const std::string& behind, const std::string& ahead) {
+  const auto b = s.time_of(behind), a = s.time_of(ahead);
+  if (!b || !a || !(*a > 0)) return std::nullopt;
+  return *b / *a - 1;
 }
 
 }  // namespace
@@ -84,7 +104,7 @@ std::vector<StabilityRow> compare_runs(const Selection& before, const Selection&
       r.copy_variation = variation(a->copy_same_size_us, b.copy_same_size_us);
       r.original_variation = variation(a->time_of("original"), b.time_of("original"));
       r.meets_goal = (r.held || r.within_band) && r.variation <= stability_goal_variation;
-      if (!r.meets_goal) r.note = why_not(r);
+      if (!r.meets_goal) r.note = why_not(r, gap(*a, b.winner, a->winner), gap(b, a->winner, b.winner));
       rows.push_back(std::move(r));
     }
   return rows;

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# ctest: tools/tune.sh finish on a halving search with an earlier pass (tests/tools/data/raw/search/): the
+# results come from raw/search.json, the run-to-run section is attached against raw/pass1/, tables and
+# reports are written, the raw files land in reports/<gpu>/raw/ (search.json.gz, previous/search.json.gz),
+# and a later finish without a new pass attaches the kept previous run again.
+# usage: tune_finish.sh KTUNE REPO DATA WORK
+set -euo pipefail
+ktune=$1 repo=$2 data=$3 work=$4
+rm -rf "$work"
+mkdir -p "$work/tools" "$work/kernels/toyop" "$work/build/tools" "$work/run/raw/pass1"
+cp "$repo/tools/tune.sh" "$work/tools/"
+cp "$data/kernels/toyop/spec.json" "$data/kernels/toyop/space.hpp" "$work/kernels/toyop/"
+ln -s "$ktune" "$work/build/tools/ktune"
+cp "$data/raw/search/search.json" "$work/run/raw/"
+cp "$data/raw/search/pass1/search.json" "$work/run/raw/pass1/"
+echo nvidia-h200 >"$work/run/raw/gpu-slug"
+cd "$work"
+fail() { echo "FAIL: $*"; cat finish.log; exit 1; }
+check() { grep -q -- "$1" "$2" || fail "'$1' not in $2"; }
+BUILD_DIR=build KTUNE_RESULTS=run tools/tune.sh finish >finish.log 2>&1 || fail "tune.sh finish exited $?"
+for f in reports/nvidia-h200/raw/search.json.gz reports/nvidia-h200/raw/previous/search.json.gz \
+         reports/nvidia-h200/toyop.json reports/nvidia-h200/toyop.md reports/nvidia-h200/index.md kernels/toyop/tuned.cuh; do
+  test -f "$f" || fail "$f is missing"
+done
+test ! -e reports/nvidia-h200/raw/sweep.json.gz || fail "a search leaves no sweep file behind"
+check '"stability"' reports/nvidia-h200/toyop.json
+check '"search"' reports/nvidia-h200/toyop.json
+check '## Run-to-run stability' reports/nvidia-h200/toyop.md
+check '| changed |' reports/nvidia-h200/toyop.md   # D and F swapped outside the band at d=4096, t=16
+check '| held |' reports/nvidia-h200/toyop.md
+check 'Re-measured screens' reports/nvidia-h200/index.md
+# Again without a new earlier pass: the run-to-run section comes back from reports/<gpu>/raw/previous/.
+rm -rf run/raw/pass1
+BUILD_DIR=build KTUNE_RESULTS=run tools/tune.sh finish >finish.log 2>&1 || fail "second tune.sh finish exited $?"
+check '"stability"' reports/nvidia-h200/toyop.json
+echo "tools/tune.sh finish: search, run-to-run section, reports: ok"
