@@ -181,6 +181,8 @@ TEST(ToolStability, HeldWithinBandChangedAndTheVariation) {
   EXPECT_NE(rows[2].note.find("changed outside the band (a -> b)"), std::string::npos) << rows[2].note;
   EXPECT_NE(rows[2].note.find("moved 10.0%"), std::string::npos) << rows[2].note;
   EXPECT_NE(rows[2].note.find("same-size copy moved 8.9%"), std::string::npos) << rows[2].note;
+  EXPECT_NE(rows[2].note.find("the two were 12.0% apart in the earlier run and 9.1% in this one"), std::string::npos)
+      << rows[2].note;
 
   const StabilitySummary s = summarise_stability(rows);
   EXPECT_EQ(s.shapes, 3u);
