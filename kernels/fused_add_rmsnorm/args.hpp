@@ -34,7 +34,8 @@ struct Args {
   float eps = 1e-6f;
 };
 
-/// The public API's arguments, with stride -1 meaning contiguous rows (stride h).
+/// The public API's arguments, with stride -1 meaning contiguous rows (stride h), as in every ktune op.
+/// Other values are kept as given, for validate() to refuse (0 and other negatives are shorter than h).
 template <class E>
 Args<E> make_args(E* input, E* residual, const E* weight, std::int64_t tokens, std::int64_t h, float eps,
                   std::int64_t input_stride, std::int64_t residual_stride) {
@@ -60,9 +61,10 @@ Status validate(const Args<E>& a) {
   constexpr std::int64_t eb = sizeof(E);
   if (a.tokens < 0) return Status::invalid("fused_add_rmsnorm: tokens is negative");
   if (a.h < 1) return Status::invalid("fused_add_rmsnorm: h must be at least 1");
-  if (a.input_stride < a.h) return Status::invalid("fused_add_rmsnorm: input_stride is shorter than a row (h)");
+  if (a.input_stride < a.h)
+    return Status::invalid("fused_add_rmsnorm: input_stride is shorter than a row (h; pass -1 for contiguous rows)");
   if (a.residual_stride < a.h)
-    return Status::invalid("fused_add_rmsnorm: residual_stride is shorter than a row (h)");
+    return Status::invalid("fused_add_rmsnorm: residual_stride is shorter than a row (h; pass -1 for contiguous rows)");
   if (!(a.eps >= 0.f) || std::isinf(a.eps))
     return Status::invalid("fused_add_rmsnorm: eps must be finite and non-negative");
   if (a.h > max_h) return Status::too_large("fused_add_rmsnorm: h above 2^30 elements per row");

@@ -19,10 +19,13 @@ namespace ktune {
 ///
 /// input [tokens, h] with row stride input_stride, residual [tokens, h] with row stride
 /// residual_stride (elements; -1: h, contiguous), weight [h]: raw device pointers aligned to the
-/// element, input and residual not overlapping. Any h >= 1; tokens = 0 is a no-op. Enqueued on
+/// element, input and residual not overlapping. Row strides, as in every ktune op: -1 (the default)
+/// means contiguous rows; any other value is the stride itself, at least h; 0 and other negative
+/// values are errors, never read as "contiguous". Any h >= 1; tokens = 0 is a no-op. Enqueued on
 /// `stream` with no synchronisation and no allocation (graph-capturable), on the current device.
-/// Errors (nothing is launched or written): null pointers, negative sizes, strides shorter than h,
-/// eps negative or not finite, pointers not aligned to the element, sizes beyond 64-bit offsets.
+/// Errors (nothing is launched or written): null pointers, negative sizes, strides shorter than h (0
+/// and negatives other than -1 included), eps negative or not finite, pointers not aligned to the
+/// element, sizes beyond 64-bit offsets.
 /// Deterministic: the same input gives bitwise the same output on every run; different variants
 /// (devices, tuned tables) may differ in the last bits, within the spec's tolerance.
 /// \tparam E float, __half or __nv_bfloat16

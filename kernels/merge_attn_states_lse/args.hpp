@@ -72,12 +72,17 @@ Status validate(const Args<E>& a) {
   if (a.tokens < 0) return Status::invalid("merge_attn_states_lse: tokens is negative");
   if (a.heads < 1 || a.head_size < 1) return Status::invalid("merge_attn_states_lse: heads and head_size must be >= 1");
   if (a.out_stride < 0 || a.prefix_stride < 0 || a.suffix_stride < 0)
-    return Status::invalid("merge_attn_states_lse: a token stride is negative");
+    return Status::invalid("merge_attn_states_lse: a token stride is negative (only -1, contiguous, is accepted)");
   const std::int64_t row = row_elements(a.heads, a.head_size);
   if (row == 0) return Status::too_large("merge_attn_states_lse: heads * head_size overflows 64-bit arithmetic");
   if (a.tokens == 0) return Status::success();
   if (!a.out || !a.prefix_out || !a.prefix_lse || !a.suffix_out || !a.suffix_lse)
     return Status::invalid("merge_attn_states_lse: a required pointer is null (only out_lse may be null)");
+  // Every ktune op spells "contiguous" -1 (make_args turns it into heads * head_size); a 0 here is the
+  // old spelling or a mistake, refused even for one token where the stride would go unused.
+  if (a.out_stride == 0 || a.prefix_stride == 0 || a.suffix_stride == 0)
+    return Status::invalid(
+        "merge_attn_states_lse: a token stride is 0; pass -1 for contiguous tokens (heads * head_size)");
   if (a.tokens > 1 && (a.out_stride < row || a.prefix_stride < row || a.suffix_stride < row))
     return Status::invalid("merge_attn_states_lse: a token stride is shorter than heads * head_size");
   if (!detail::aligned_to(a.out, sizeof(E)) || !detail::aligned_to(a.prefix_out, sizeof(E)) ||

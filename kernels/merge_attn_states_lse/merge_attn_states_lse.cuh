@@ -21,15 +21,16 @@ namespace ktune {
 
 namespace ops::merge_attn_states_lse {
 
-/// Args from the public API's parameters; a stride of 0 means contiguous (heads * head_size).
+/// Args from the public API's parameters; a stride of -1 means contiguous (heads * head_size), as for every
+/// ktune op. Other values are kept as given, for validate() to check (0 and other negatives are refused).
 template <class E>
 Args<E> make_args(E* out, float* out_lse, const E* prefix_out, const float* prefix_lse, const E* suffix_out,
                   const float* suffix_lse, std::int64_t tokens, std::int64_t heads, std::int64_t head_size,
                   std::int64_t out_stride, std::int64_t prefix_stride, std::int64_t suffix_stride) {
   const std::int64_t row = row_elements(heads, head_size);
   return {out,    out_lse, prefix_out, prefix_lse, suffix_out,
-          suffix_lse, tokens, heads, head_size, out_stride == 0 ? row : out_stride,
-          prefix_stride == 0 ? row : prefix_stride, suffix_stride == 0 ? row : suffix_stride};
+          suffix_lse, tokens, heads, head_size, out_stride == -1 ? row : out_stride,
+          prefix_stride == -1 ? row : prefix_stride, suffix_stride == -1 ? row : suffix_stride};
 }
 
 /// validate → current device (cached) → tuned row → its configuration, or the unaligned

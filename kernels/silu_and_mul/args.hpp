@@ -68,8 +68,10 @@ Status validate(const Args<E>& a) {
   if (is_empty(a)) return Status::success();
   if (a.d > max_d) return Status::too_large("silu_and_mul: d exceeds 2^28 elements (32-bit indexing inside rows)");
   if (!a.out || !a.in) return Status::invalid("silu_and_mul: out or in is a null pointer");
-  if (a.out_stride < a.d) return Status::invalid("silu_and_mul: out_stride is shorter than d (or negative)");
-  if (a.in_stride < 2 * a.d) return Status::invalid("silu_and_mul: in_stride is shorter than 2 * d (or negative)");
+  if (a.out_stride < a.d)
+    return Status::invalid("silu_and_mul: out_stride is shorter than d (pass -1 for contiguous rows)");
+  if (a.in_stride < 2 * a.d)
+    return Status::invalid("silu_and_mul: in_stride is shorter than 2 * d (pass -1 for contiguous rows)");
   if (!detail::aligned_to(a.out, sizeof(E)) || !detail::aligned_to(a.in, sizeof(E)))
     return Status::invalid("silu_and_mul: out or in is not aligned to the element size");
   if (!detail::offsets_fit(a.tokens, a.out_stride, a.d, sizeof(E)) ||

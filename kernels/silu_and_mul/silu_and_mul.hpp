@@ -23,10 +23,12 @@ namespace ktune {
 ///   out [tokens, d]    E, row stride out_stride (elements; -1: d)
 ///
 /// Raw device pointers on the current device; the last dimension contiguous; `out` must not overlap
-/// `in`. Any valid input works: tokens == 0 or d == 0 is a no-op, any d >= 1, pointers aligned only to
-/// the element, any row strides >= the row widths. Errors (nothing launched, nothing written): null
-/// pointers, negative sizes, strides shorter than a row (or negative other than -1), pointers
-/// misaligned to the element, d above 2^28, offsets overflowing 64-bit byte offsets. Special values
+/// `in`. Row strides, as in every ktune op: -1 (the default) means contiguous rows; any other value is
+/// the stride itself, at least the row width; 0 and other negative values are errors, never read as
+/// "contiguous". Any valid input works: tokens == 0 or d == 0 is a no-op, any d >= 1, pointers aligned
+/// only to the element, any row strides >= the row widths. Errors (nothing launched, nothing written):
+/// null pointers, negative sizes, strides shorter than a row (0 and negatives other than -1 included),
+/// pointers misaligned to the element, d above 2^28, offsets overflowing 64-bit byte offsets. Special values
 /// follow IEEE arithmetic of the formula: x far below zero gives -0 (not NaN), x = +inf gives +inf,
 /// x = -inf gives NaN, a NaN input gives NaN in the one output it feeds.
 /// Graph-capturable (no synchronisation, no allocation, device facts cached per device).

@@ -172,6 +172,20 @@ TEST(FusedAddRmsnormValidate, RefusesBadArguments) {
         "extent beyond 64-bit byte offsets");
 }
 
+TEST(FusedAddRmsnormValidate, StrideZeroIsAnErrorNotContiguous) {
+  // Every ktune op spells "contiguous rows" -1; 0 is refused (with a message saying so), even for one row.
+  for (std::int64_t tokens : {1, 4}) {
+    const auto in0 = op::make_args(reinterpret_cast<float*>(0x10000), reinterpret_cast<float*>(0x20000),
+                                   reinterpret_cast<const float*>(0x30000), tokens, 64, 1e-6f, 0, -1);
+    const auto res0 = op::make_args(reinterpret_cast<float*>(0x10000), reinterpret_cast<float*>(0x20000),
+                                    reinterpret_cast<const float*>(0x30000), tokens, 64, 1e-6f, -1, 0);
+    for (const ktune::Status s : {op::validate(in0), op::validate(res0)}) {
+      EXPECT_EQ(s.code, StatusCode::invalid_argument);
+      EXPECT_NE(std::string(s.message).find("pass -1"), std::string::npos) << s.message;
+    }
+  }
+}
+
 TEST(FusedAddRmsnormValidate, ZeroTokensIsValidWithEmptyTensors) {
   op::Args<__nv_bfloat16> a = op::make_args<__nv_bfloat16>(nullptr, nullptr, nullptr, 0, 4096, 1e-6f, -1, -1);
   EXPECT_TRUE(op::validate(a).ok()) << "an empty batch may have no storage";

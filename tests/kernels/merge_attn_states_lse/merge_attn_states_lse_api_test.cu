@@ -38,7 +38,7 @@ TEST(MergeAttnStatesLseApiHost, RuntimeEntryRefusesUnknownDtypesBeforeAnything) 
 TEST(MergeAttnStatesLseApiHost, ArgumentChecksComeBeforeAnyCudaCall) {
   for (DType dt : ktune::all_dtypes) {
     auto call = [&](void* out, const void* prefix, std::int64_t tokens, std::int64_t heads, std::int64_t head_size,
-                    std::int64_t out_stride = 0) {
+                    std::int64_t out_stride = -1) {
       return ktune::merge_attn_states_lse(dt, out, nullptr, prefix, fake<const float>(0x3000), fake<const void>(0x4000),
                                           fake<const float>(0x5000), tokens, heads, head_size, nullptr, out_stride);
     };
@@ -48,6 +48,11 @@ TEST(MergeAttnStatesLseApiHost, ArgumentChecksComeBeforeAnyCudaCall) {
     EXPECT_EQ(call(fake<void>(0x1000), fake<const void>(0x2000), 4, -8, 64).code, StatusCode::invalid_argument);
     EXPECT_EQ(call(fake<void>(0x1000), fake<const void>(0x2000), 4, 8, 0).code, StatusCode::invalid_argument);
     EXPECT_EQ(call(fake<void>(0x1000), fake<const void>(0x2000), 4, 8, 64, 100).code, StatusCode::invalid_argument);
+    // The old spelling of "contiguous" is a clear error now, even for one token; -1 is the spelling.
+    const ktune::Status zero = call(fake<void>(0x1000), fake<const void>(0x2000), 1, 8, 64, 0);
+    EXPECT_EQ(zero.code, StatusCode::invalid_argument);
+    EXPECT_NE(std::string(zero.message).find("pass -1"), std::string::npos) << zero.message;
+    EXPECT_EQ(call(fake<void>(0x1000), fake<const void>(0x2000), 4, 8, 64, -2).code, StatusCode::invalid_argument);
     EXPECT_EQ(call(fake<void>(0x1001), fake<const void>(0x2000), 4, 8, 64).code, StatusCode::invalid_argument);
     EXPECT_EQ(call(fake<void>(0x1000), fake<const void>(0x2000), 4, std::int64_t{1} << 16, std::int64_t{1} << 16).code,
               StatusCode::too_large);
@@ -57,9 +62,9 @@ TEST(MergeAttnStatesLseApiHost, ArgumentChecksComeBeforeAnyCudaCall) {
   }
 }
 
-TEST(MergeAttnStatesLseApiHost, StrideZeroMeansContiguous) {
+TEST(MergeAttnStatesLseApiHost, StrideMinusOneMeansContiguous) {
   const auto a = op::make_args<float>(fake<float>(0x1000), nullptr, fake<const float>(0x2000), fake<const float>(0x3000),
-                                      fake<const float>(0x4000), fake<const float>(0x5000), 3, 8, 64, 0, 600, 0);
+                                      fake<const float>(0x4000), fake<const float>(0x5000), 3, 8, 64, -1, 600, -1);
   EXPECT_EQ(a.out_stride, 512);
   EXPECT_EQ(a.prefix_stride, 600);
   EXPECT_EQ(a.suffix_stride, 512);

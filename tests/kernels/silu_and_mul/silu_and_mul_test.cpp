@@ -144,6 +144,16 @@ TEST(SiluAndMulValidate, RefusesBadArguments) {
   // Negative strides other than the API's -1 (contiguous) are refused.
   EXPECT_EQ(code(op::make_args(a.out, a.in, 4, 16, -2, -1)), StatusCode::invalid_argument);
   EXPECT_EQ(code(op::make_args(a.out, a.in, 4, 16, -1, -5)), StatusCode::invalid_argument);
+  // 0 is not "contiguous" (every ktune op spells that -1): refused with a message saying so, even for
+  // one token, where the stride would go unused.
+  for (std::int64_t tokens : {1, 4}) {
+    const ktune::Status out0 = op::validate(op::make_args(a.out, a.in, tokens, 16, 0, -1));
+    const ktune::Status in0 = op::validate(op::make_args(a.out, a.in, tokens, 16, -1, 0));
+    EXPECT_EQ(out0.code, StatusCode::invalid_argument);
+    EXPECT_EQ(in0.code, StatusCode::invalid_argument);
+    EXPECT_NE(std::string(out0.message).find("pass -1"), std::string::npos) << out0.message;
+    EXPECT_NE(std::string(in0.message).find("pass -1"), std::string::npos) << in0.message;
+  }
   // Pointers misaligned to the element.
   b = a;
   b.out = reinterpret_cast<__nv_bfloat16*>(reinterpret_cast<char*>(a.out) + 1);
