@@ -124,4 +124,39 @@ TEST(FusedAddRmsnormPlan, FollowsSsSizingRule) {
   EXPECT_EQ(p.part, 10);
 }
 
+TEST(FusedAddRmsnormPlan, PersistentWarpRowsAndLateStoreStages) {
+  using F = op::Family;
+  F::Plan p;
+  // Persistent rows (stage 3): a block fits the row as stage 0 does; bf16 h = 8192 at vpt 1 needs 1024
+  // threads, which its register estimate (64) allows; fp32 h = 8192 at vpt 2 would need 1024, beyond
+  // the 768 its estimate (80) allows, so it refuses; vpt 4 takes 512.
+  ASSERT_TRUE((F::plan<Cfg<16, 1, Space::persistent_rows, 1, 1>, __nv_bfloat16>(args_for<__nv_bfloat16>(2048, 8192), p).ok()));
+  EXPECT_EQ(p.threads, 1024);
+  EXPECT_EQ(p.smem, 0u);
+  EXPECT_EQ((F::can_implement<Cfg<16, 2, Space::persistent_rows, 1, 1>, float>(args_for<float>(8, 8192)).code),
+            StatusCode::unsupported);
+  ASSERT_TRUE((F::plan<Cfg<16, 4, Space::persistent_rows, 1, 1>, float>(args_for<float>(8, 8192), p).ok()));
+  EXPECT_EQ(p.threads, 512);
+  // Warp rows (stage 4): blocks of 4 warps, rows of at most 32 * vpt vectors.
+  ASSERT_TRUE((F::plan<Cfg<16, 4, Space::warp_rows, 1, 0>, __half>(args_for<__half>(100, 1024), p).ok()));
+  EXPECT_EQ(p.threads, 128);
+  EXPECT_EQ((F::can_implement<Cfg<16, 4, Space::warp_rows, 1, 0>, __half>(args_for<__half>(100, 1032)).code),
+            StatusCode::unsupported);
+  EXPECT_EQ((F::can_implement<Cfg<16, 8, Space::warp_rows, 1, 1>, float>(args_for<float>(1, 4096)).code),
+            StatusCode::unsupported) << "spec widths are beyond a warp row";
+  // Bulk rows (stage 6): a ring of as many row pairs (input + residual) as fit in 108 KB, 2 to 8.
+  ASSERT_TRUE((F::plan<Cfg<16, 2, Space::bulk_rows, 1, 1>, __nv_bfloat16>(args_for<__nv_bfloat16>(64, 4096), p).ok()));
+  EXPECT_EQ(p.ring, 6);  // 16 KB pairs
+  EXPECT_EQ(p.smem, 6u * 16384);
+  EXPECT_EQ(p.threads, 256);
+  ASSERT_TRUE((F::plan<Cfg<16, 4, Space::bulk_rows, 1, 1>, float>(args_for<float>(64, 8192), p).ok()));
+  EXPECT_EQ(p.ring, 2) << "64 KB pairs: at least two stages";
+  ASSERT_TRUE((F::plan<Cfg<16, 2, Space::bulk_rows, 1, 0>, __half>(args_for<__half>(64, 256), p).ok()));
+  EXPECT_EQ(p.ring, 8) << "at most 8 stages";
+  // Late stores (stage 5): stage 0's cluster split.
+  ASSERT_TRUE((F::plan<Cfg<16, 1, Space::cluster_late_stores, 8, 1>, float>(args_for<float>(1, 8192), p).ok()));
+  EXPECT_EQ(p.part, 256);
+  EXPECT_EQ(p.threads, 256);
+}
+
 }  // namespace

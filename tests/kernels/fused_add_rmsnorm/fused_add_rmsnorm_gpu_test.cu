@@ -8,6 +8,15 @@
 //   vb_16.vpt_1.stage_1.cs_4.pdl_1    shared-memory staging split over a 4-block cluster, PDL
 //   vb_16.vpt_4.stage_0.cs_8.pdl_1    register staging split over an 8-block cluster, PDL
 //   vb_0.vpt_1.stage_2.cs_1.pdl_0     the element-access fallback (reread), any alignment
+//   vb_16.vpt_2.stage_3.cs_1.pdl_1    persistent rows: two alternating warp-sum slots, rows looped
+//   vb_16.vpt_2.stage_4.cs_1.pdl_1    warp rows: one row per warp, no barrier
+//   vb_16.vpt_1.stage_5.cs_4.pdl_1    a 4-block cluster with late stores
+//   vb_16.vpt_2.stage_6.cs_1.pdl_1    bulk rows: a shared-memory ring filled by cp.async.bulk
+//
+// Issue 10's persistent stages (3, 4, 6) loop over rows only when there are more rows than row groups
+// resident at once; PersistentStagesLoopOverRows runs them on enough rows that every group takes
+// several, whatever the occupancy, and stage 6 blocks more rows than their ring has stages (its
+// mbarriers go through both phase parities).
 //
 // In-place outputs cannot be poisoned before a run (they hold the inputs), so the inputs are drawn
 // such that every output differs from the value it overwrites (op::input_value): an element a kernel
@@ -61,6 +70,21 @@ const Case cases[] = {
     {"offset", 3, 512, 512, 512, 1, Kind::random},        // pointers one element past 16-byte alignment
     {"nan_row", 4, 1024, 1024, 1024, 0, Kind::nan_row},   // NaN in row 1 only
     {"large", 2, 2048, 2048, 2048, 0, Kind::large},       // fp16 x^2 overflows; the sum must not
+    // Short rows: warp rows (stage 4) take rows of at most 32 * vpt vectors.
+    {"short_rows", 33, 128, 128, 128, 0, Kind::random},
+    {"short_strided", 9, 64, 72, 80, 0, Kind::random},
+    {"short_nan", 6, 96, 96, 96, 0, Kind::nan_row},
+    {"short_T1", 1, 32, 32, 32, 0, Kind::random},
+};
+constexpr int kShortRows = 9;  // index of short_rows
+
+// More rows than row groups can be resident (stages 3, 6: at most 32 blocks per SM, stage 4: at most 64
+// warps per SM, 132 SMs): every persistent group takes several rows, a ragged number of them.
+// many_rows: stage 6 rings of 3 (fp32) or 6 (16-bit) stages of 16-32 KB allow 2 blocks per SM, so a
+// block takes about 11 rows and reuses every stage.
+const Case many_rows_cases[] = {
+    {"many_short_rows", 20011, 128, 136, 144, 0, Kind::random},  // stage 3 blocks of one warp; stage 4
+    {"many_rows", 3001, 4096, 4096, 4096, 0, Kind::random},      // stage 3, 6 blocks of 2-32 warps
 };
 constexpr int kNanRow = 1, kNanCol = 5;
 
@@ -211,7 +235,9 @@ bool is_vector_variant(const ktune::Variant& v) { return v.is_original() || v.po
 template <class E>
 void check_every_variant() {
   const auto variants = ktune::Registry::global().select("fused_add_rmsnorm", ktune::dtype_v<E>, 90);
-  ASSERT_EQ(variants.size(), 97u) << "96 feasible sm_90 variants and S are registered per dtype";
+  constexpr std::size_t feasible = ktune::FeasibleSet<op::Space, 90, sizeof(E)>::count;
+  static_assert(feasible == (sizeof(E) == 4 ? 120 : 118), "96 points of stages 0-2, 24 (fp32) or 22 of stages 3-6");
+  ASSERT_EQ(variants.size(), feasible + 1) << "every feasible sm_90 variant and S are registered per dtype";
   Stream stream;
   ASSERT_NE(stream.s, nullptr);
   std::map<std::string, int> accepted;
@@ -267,6 +293,62 @@ TEST(FusedAddRmsnormGpu, EveryVariantFp16) {
 TEST(FusedAddRmsnormGpu, EveryVariantBf16) {
   KTUNE_REQUIRE_GPU();
   check_every_variant<__nv_bfloat16>();
+}
+
+// ---- the persistent stages over many rows ---------------------------------------------------------
+
+bool is_persistent(const ktune::Variant& v) {
+  return !v.is_original() && op::Space::persistent(v.point[op::Space::kStage]);
+}
+
+/// Every persistent variant on the many-rows cases: each group loops over several rows, alternating its
+/// two register sets (and stage 3 its two warp-sum slots), and ends on either set.
+template <class E>
+void check_persistent_over_many_rows() {
+  const auto variants = ktune::Registry::global().select("fused_add_rmsnorm", ktune::dtype_v<E>, 90);
+  Stream stream;
+  ASSERT_NE(stream.s, nullptr);
+  std::map<std::string, int> accepted;
+  for (std::size_t ci = 0; ci < std::size(many_rows_cases); ++ci) {
+    const Case& c = many_rows_cases[ci];
+    SCOPED_TRACE(std::string("case ") + c.name + ", dtype " + ktune::name(ktune::dtype_v<E>) +
+                 ", KTUNE_TEST_SEED=" + std::to_string(test_seed()));
+    const Problem<E> pb(c, test_seed() + 50 + ci);
+    ASSERT_TRUE(pb.allocated());
+    const op::Args<E> args = pb.args();
+    for (const ktune::Variant* v : variants) {
+      if (!is_persistent(*v)) continue;
+      SCOPED_TRACE("variant " + v->id);
+      if (!v->can_implement(&args).ok()) continue;
+      ++accepted[v->id];
+      KTUNE_ASSERT_OK(pb.restore());
+      KTUNE_ASSERT_OK(v->run(&args, stream.s));
+      KTUNE_ASSERT_CUDA(cudaStreamSynchronize(stream.s));
+      typename Problem<E>::Result r;
+      KTUNE_ASSERT_OK(pb.fetch(r));
+      ASSERT_TRUE(pb.check(r));
+    }
+  }
+  int persistent = 0;
+  for (const ktune::Variant* v : variants) {
+    if (!is_persistent(*v)) continue;
+    ++persistent;
+    EXPECT_GE(accepted[v->id], 1) << v->id << " ran on no many-rows case";
+  }
+  EXPECT_EQ(persistent, sizeof(E) == 4 ? 18 : 16) << "stage 3, 4 and 6 variants registered";
+}
+
+TEST(FusedAddRmsnormGpu, PersistentStagesLoopOverRowsFp32) {
+  KTUNE_REQUIRE_GPU();
+  check_persistent_over_many_rows<float>();
+}
+TEST(FusedAddRmsnormGpu, PersistentStagesLoopOverRowsFp16) {
+  KTUNE_REQUIRE_GPU();
+  check_persistent_over_many_rows<__half>();
+}
+TEST(FusedAddRmsnormGpu, PersistentStagesLoopOverRowsBf16) {
+  KTUNE_REQUIRE_GPU();
+  check_persistent_over_many_rows<__nv_bfloat16>();
 }
 
 // ---- the public API -----------------------------------------------------------------------------
@@ -409,19 +491,29 @@ const char* const sanitizer_sample[] = {
     "vb_16.vpt_1.stage_1.cs_4.pdl_1",
     "vb_16.vpt_4.stage_0.cs_8.pdl_1",
     "vb_0.vpt_1.stage_2.cs_1.pdl_0",
+    "vb_16.vpt_2.stage_3.cs_1.pdl_1",
+    "vb_16.vpt_2.stage_4.cs_1.pdl_1",
+    "vb_16.vpt_1.stage_5.cs_4.pdl_1",
+    "vb_16.vpt_2.stage_6.cs_1.pdl_1",
 };
 
 TEST(FusedAddRmsnormApi, ClusterAndPdlVariantsReplayInGraphs) {
   KTUNE_REQUIRE_GPU();
-  const Problem<__half> pb(cases[1], test_seed() + 8);
-  ASSERT_TRUE(pb.allocated());
-  const auto args = pb.args();
-  for (const char* id : sanitizer_sample) {
-    SCOPED_TRACE(id);
-    const ktune::Variant* v = ktune::Registry::global().find("fused_add_rmsnorm", DType::f16, 90, id);
-    ASSERT_NE(v, nullptr) << "not registered";
-    check_graph_replay(pb, [&](cudaStream_t s) { return v->run(&args, s); });
+  std::map<std::string, int> replayed;
+  for (const Case& c : {cases[1], cases[kShortRows]}) {  // odd T; short rows (warp rows take no longer)
+    const Problem<__half> pb(c, test_seed() + 8);
+    ASSERT_TRUE(pb.allocated());
+    const auto args = pb.args();
+    for (const char* id : sanitizer_sample) {
+      SCOPED_TRACE(std::string(id) + " on " + c.name);
+      const ktune::Variant* v = ktune::Registry::global().find("fused_add_rmsnorm", DType::f16, 90, id);
+      ASSERT_NE(v, nullptr) << "not registered";
+      if (!v->can_implement(&args).ok()) continue;
+      ++replayed[id];
+      check_graph_replay(pb, [&](cudaStream_t s) { return v->run(&args, s); });
+    }
   }
+  for (const char* id : sanitizer_sample) EXPECT_GE(replayed[id], 1) << id << " was never replayed";
 }
 
 // ---- compute-sanitizer sample (memcheck, racecheck): each sample variant once --------------------
@@ -429,12 +521,15 @@ TEST(FusedAddRmsnormApi, ClusterAndPdlVariantsReplayInGraphs) {
 TEST(SanitizerSample, FusedAddRmsnorm) {
   KTUNE_REQUIRE_GPU();
   Stream stream;
-  for (int ci : {1, 4, 3}) {  // odd T; fewer vectors than cluster blocks; h = 77 (fallback only)
-    const Problem<__half> pb(cases[ci], test_seed() + 9);
+  // odd T; fewer vectors than cluster blocks; h = 77 (fallback only); short rows (warp rows); many
+  // rows (the persistent stages loop, stage 3 alternating its warp-sum slots in blocks of 8 warps)
+  const Case sample_cases[] = {cases[1], cases[4], cases[3], cases[kShortRows], many_rows_cases[1]};
+  for (const Case& c : sample_cases) {
+    const Problem<__half> pb(c, test_seed() + 9);
     ASSERT_TRUE(pb.allocated());
     const auto args = pb.args();
     for (const char* id : sanitizer_sample) {
-      SCOPED_TRACE(std::string(id) + " on " + cases[ci].name);
+      SCOPED_TRACE(std::string(id) + " on " + c.name);
       const ktune::Variant* v = ktune::Registry::global().find("fused_add_rmsnorm", DType::f16, 90, id);
       ASSERT_NE(v, nullptr) << "not registered";
       if (!v->can_implement(&args).ok()) continue;

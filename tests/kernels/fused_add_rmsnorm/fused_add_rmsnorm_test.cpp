@@ -203,14 +203,40 @@ TEST(FusedAddRmsnormValidate, ElementAlignmentIsEnoughForHalfTypes) {
 // ---- space --------------------------------------------------------------------------------------
 
 TEST(FusedAddRmsnormSpace, FeasibleCountsPerArchitectureAndElementSize) {
-  EXPECT_EQ(Space::space.size(), 192u);  // vb 2 x vpt 4 x stage 3 x cs 4 x pdl 2
-  // sm_90, either element size: vb {0, 16} x (register staging at vpt 1, 2, 4, 8 + smem + reread)
-  // x cs {1, 2, 4, 8} x pdl {0, 1} = 2 x 6 x 4 x 2.
-  EXPECT_EQ((ktune::FeasibleSet<Space, 90, 4>::count), 96u);
-  EXPECT_EQ((ktune::FeasibleSet<Space, 90, 2>::count), 96u);
-  // sm_80: no clusters, no PDL: 2 x 6.
-  EXPECT_EQ((ktune::FeasibleSet<Space, 80, 2>::count), 12u);
-  EXPECT_EQ((ktune::FeasibleSet<Space, 80, 4>::count), 12u);
+  EXPECT_EQ(Space::space.size(), 448u);  // vb 2 x vpt 4 x stage 7 x cs 4 x pdl 2
+  // sm_90, stages 0-2 (as before issue 10), either element size: vb {0, 16} x (register staging at
+  // vpt 1, 2, 4, 8 + smem + reread) x cs {1, 2, 4, 8} x pdl {0, 1} = 2 x 6 x 4 x 2 = 96.
+  // Stages 3-6 (vb 16 only): persistent rows at vpt 1, 2, 4 x pdl {0, 1}; warp rows at vpt 2, 4, 8
+  // (16-bit: 2, 4) x pdl {0, 1}; late-store clusters at vpt 1, 2 x cs {2, 4, 8}, pdl 1; bulk rows at
+  // vpt 2, 4, 8 x pdl {0, 1}.
+  EXPECT_EQ((ktune::FeasibleSet<Space, 90, 4>::count), 96u + 6 + 6 + 6 + 6);
+  EXPECT_EQ((ktune::FeasibleSet<Space, 90, 2>::count), 96u + 6 + 4 + 6 + 6);
+  // sm_80: no clusters, no PDL: 2 x 6, plus stages 3 and 4 without PDL.
+  EXPECT_EQ((ktune::FeasibleSet<Space, 80, 4>::count), 12u + 3 + 3);
+  EXPECT_EQ((ktune::FeasibleSet<Space, 80, 2>::count), 12u + 3 + 2);
+}
+
+TEST(FusedAddRmsnormSpace, PointsOfStagesZeroToTwoKeepTheirIdsAndVerdicts) {
+  // Issue 10 added stage values only: every point of the space before it is still a point, with the
+  // same id, and feasible exactly where it was (96 on sm_90, 12 on sm_80).
+  for (int arch : {80, 90}) {
+    for (int eb : {2, 4}) {
+      std::size_t old_feasible = 0;
+      for (const auto& pv : ktune::explain<Space>(ktune::arch_limits(arch), eb)) {
+        if (pv.point[Space::kStage] > Space::reread) continue;
+        if (pv.verdict.ok()) ++old_feasible;
+      }
+      EXPECT_EQ(old_feasible, arch == 90 ? 96u : 12u) << arch << ", " << eb;
+    }
+  }
+  // The ids of the tuned table before issue 10 parse to the same points.
+  for (const char* id : {"vb_16.vpt_4.stage_0.cs_1.pdl_1", "vb_16.vpt_1.stage_2.cs_1.pdl_1", "vb_16.vpt_1.stage_0.cs_8.pdl_1",
+                         "vb_16.vpt_1.stage_1.cs_1.pdl_1"}) {
+    const auto parsed = Space::space.parse(id);
+    ASSERT_TRUE(parsed.ok) << id;
+    EXPECT_EQ(Space::space.id(parsed.point), id);
+    EXPECT_TRUE(Space::feasible(parsed.point, ktune::arch_limits(90), 2).ok()) << id;
+  }
 }
 
 TEST(FusedAddRmsnormSpace, NamedPointsAreFeasibleEverywhere) {
@@ -239,8 +265,12 @@ TEST(FusedAddRmsnormSpace, EveryFeasibleIdRoundTrips) {
     EXPECT_EQ(parsed.point, pv.point) << id;
     ids.insert(id);
   }
-  EXPECT_EQ(ids.size(), 96u);
+  EXPECT_EQ(ids.size(), 118u);
   EXPECT_TRUE(ids.count("vb_16.vpt_8.stage_0.cs_8.pdl_1"));
+  EXPECT_TRUE(ids.count("vb_16.vpt_4.stage_3.cs_1.pdl_1"));
+  EXPECT_TRUE(ids.count("vb_16.vpt_2.stage_4.cs_1.pdl_0"));
+  EXPECT_TRUE(ids.count("vb_16.vpt_1.stage_5.cs_8.pdl_1"));
+  EXPECT_TRUE(ids.count("vb_16.vpt_8.stage_6.cs_1.pdl_0"));
 }
 
 TEST(FusedAddRmsnormSpace, PrunedPointsNameTheirRule) {
@@ -254,6 +284,26 @@ TEST(FusedAddRmsnormSpace, PrunedPointsNameTheirRule) {
   EXPECT_NE(rule({16, 2, Space::smem, 1, 0}, sm90, 2).find("vpt > 1 only with register staging"), std::string::npos);
   EXPECT_NE(rule({16, 4, Space::reread, 1, 0}, sm90, 4).find("vpt > 1 only with register staging"), std::string::npos);
   EXPECT_EQ(rule({16, 8, Space::registers, 8, 1}, sm90, 2), "");
+  // Issue 10's stages.
+  EXPECT_NE(rule({0, 1, Space::persistent_rows, 1, 1}, sm90, 2).find("16-byte vectors"), std::string::npos);
+  EXPECT_NE(rule({0, 2, Space::cluster_late_stores, 2, 1}, sm90, 4).find("16-byte vectors"), std::string::npos);
+  EXPECT_NE(rule({16, 1, Space::persistent_rows, 2, 1}, sm90, 2).find("cluster barrier per row"), std::string::npos);
+  EXPECT_NE(rule({16, 2, Space::warp_rows, 4, 0}, sm90, 4).find("cluster barrier per row"), std::string::npos);
+  EXPECT_NE(rule({16, 8, Space::persistent_rows, 1, 1}, sm90, 2).find("register limit"), std::string::npos);
+  EXPECT_NE(rule({16, 8, Space::persistent_rows, 1, 1}, sm90, 4).find("at most 4 vectors"), std::string::npos)
+      << "fp32 fits the registers, but never came close";
+  EXPECT_EQ(rule({16, 4, Space::persistent_rows, 1, 1}, sm90, 4), "");
+  EXPECT_NE(rule({16, 1, Space::warp_rows, 1, 1}, sm90, 4).find("vpt >= 2"), std::string::npos);
+  EXPECT_NE(rule({16, 1, Space::cluster_late_stores, 1, 1}, sm90, 2).find("cs > 1"), std::string::npos);
+  EXPECT_NE(rule({16, 4, Space::cluster_late_stores, 4, 1}, sm90, 2).find("1 or 2 vectors"), std::string::npos);
+  EXPECT_NE(rule({16, 1, Space::cluster_late_stores, 4, 0}, sm90, 2).find("launch with PDL"), std::string::npos);
+  EXPECT_NE(rule({16, 1, Space::persistent_rows, 1, 1}, sm80, 2).find("programmatic dependent launch"), std::string::npos);
+  EXPECT_EQ(rule({16, 1, Space::persistent_rows, 1, 0}, sm80, 2), "") << "stages 3 and 4 need nothing of sm_90";
+  EXPECT_EQ(rule({16, 2, Space::cluster_late_stores, 8, 1}, sm90, 2), "");
+  EXPECT_NE(rule({16, 1, Space::bulk_rows, 1, 0}, sm80, 2).find("cp.async.bulk"), std::string::npos);
+  EXPECT_NE(rule({16, 1, Space::bulk_rows, 2, 1}, sm90, 2).find("cluster barrier per row"), std::string::npos);
+  EXPECT_EQ(rule({16, 8, Space::bulk_rows, 1, 1}, sm90, 2), "") << "no next row in registers";
+  EXPECT_NE(rule({16, 1, Space::bulk_rows, 1, 1}, sm90, 2).find("vpt >= 2"), std::string::npos);
 }
 
 TEST(FusedAddRmsnormSpace, RegisterBudgetSetsTheLaunchBounds) {
@@ -267,6 +317,18 @@ TEST(FusedAddRmsnormSpace, RegisterBudgetSetsTheLaunchBounds) {
   // Element accesses: per vector max(3 + 6, 1 + 1 + 4) = 9; vpt 8: 96 registers, 5 warps per quarter.
   EXPECT_EQ(Space::max_threads(1, 8, Space::registers, 2, ktune::arch_limits(90)), 640);
   EXPECT_EQ(Space::max_threads(1, 1, Space::reread, 2, ktune::arch_limits(90)), 1024);
+  // Persistent stages: per vector 2 vec + 3 loaded + 4, plus 28 (calibrated on ptxas, CUDA 13.0).
+  // fp32, vpt 4: 4 * (8 + 12 + 4) + 28 = 124 -> 128; 16384 / (128 * 32) = 4 warps per quarter: 512 threads.
+  EXPECT_EQ(Space::persistent_register_estimate(4, 4, 4), 128);
+  EXPECT_EQ(Space::max_threads(4, 4, Space::persistent_rows, 4, ktune::arch_limits(90)), 512);
+  // bf16, vpt 1: 16 + 12 + 4 + 28 = 60 -> 64: 8 warps per quarter: 1024 threads (h = 8192 in one block).
+  EXPECT_EQ(Space::persistent_register_estimate(8, 1, 2), 64);
+  EXPECT_EQ(Space::max_threads(8, 1, Space::persistent_rows, 2, ktune::arch_limits(90)), 1024);
+  // bf16, vpt 8: 8 * 32 + 28 = 284, beyond 255 (ptxas spilled it): pruned.
+  EXPECT_GT(Space::persistent_register_estimate(8, 8, 2), 255);
+  // Warp rows always run blocks of 4 warps; late stores keep the rounded residual too.
+  EXPECT_EQ(Space::max_threads(8, 4, Space::warp_rows, 2, ktune::arch_limits(90)), 128);
+  EXPECT_EQ(Space::late_store_register_estimate(8, 2, 2), 64);  // 2 * max(18, 8 + 8 + 4) + 24
   EXPECT_EQ(Space::vector_elements(0, 4), 1);
   EXPECT_EQ(Space::vector_elements(16, 4), 4);
   EXPECT_EQ(Space::vector_elements(16, 2), 8);
