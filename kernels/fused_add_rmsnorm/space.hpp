@@ -106,7 +106,7 @@ struct Space {
   /// the weights and the next row's input and residual as loaded (3 loaded, in flight across this row's
   /// reduction), and the halves of the next row's two addresses (4); besides, more loop state (the row,
   /// the next row, both row pointers) than the one-row stages. Calibrated on ptxas -v (sm_90, CUDA 13.0)
-  /// of stages 3 and 4 at vpt 1-8: never below what ptxas used, at most 16% above.
+  /// of stages 3 and 4 at vpt 1-8: never below what ptxas used, at most 25% above.
   static constexpr int persistent_register_overhead = 28;
   static constexpr int persistent_register_estimate(int vec, int vpt, int element_bytes) {
     const int loaded = (vec * element_bytes + 3) / 4;
