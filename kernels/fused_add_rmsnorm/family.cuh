@@ -33,7 +33,7 @@ namespace ktune::ops::fused_add_rmsnorm {
 
 /// The kernel's one parameter struct. Row r of input starts at input + r * input_stride; a block of
 /// cluster rank k covers vectors [k * part, min((k + 1) * part, h / vec)) of its row. The persistent
-/// stages (3, 4) loop over rows up to `tokens`; the others take their row from the block index.
+/// stages (3, 4, 6) loop over rows up to `tokens`; the others take their row from the block index.
 template <class E>
 struct Params {
   E* input;
@@ -437,7 +437,7 @@ __device__ __forceinline__ void bulk_rows(const Params<E>& p, unsigned char* rin
 }  // namespace detail
 
 /// Stages 0-2 and 5: one block per (row, cluster rank): grid.x = tokens * cluster, block = fitted threads
-/// (see Space). Stages 3 and 4: a persistent grid (Family::plan_grid). Dynamic shared memory: part * vec
+/// (see Space). Stages 3, 4 and 6 run fused_add_rmsnorm_rows_kernel. Dynamic shared memory: part * vec
 /// floats with shared-memory staging, none otherwise.
 template <class Cfg, class E>
 __global__ void __launch_bounds__(Traits<Cfg, E>::max_threads, Traits<Cfg, E>::min_blocks) fused_add_rmsnorm_kernel(const Params<E> p) {
@@ -449,7 +449,7 @@ __global__ void __launch_bounds__(Traits<Cfg, E>::max_threads, Traits<Cfg, E>::m
   static_assert(Vec >= 1 && Vec * sizeof(E) <= 16, "A vector access is one element or at most 16 bytes.");
   static_assert(T::holds_registers || Vpt == 1,
                 "Only register staging holds several vectors per thread; the other stagings loop one vector at a time.");
-  static_assert(!T::persistent, "Stages 3 and 4 run fused_add_rmsnorm_rows_kernel.");
+  static_assert(!T::persistent, "Stages 3, 4 and 6 run fused_add_rmsnorm_rows_kernel.");
   static_assert(Cluster >= 1 && Cluster <= 8 && (Cluster & (Cluster - 1)) == 0,
                 "A row is split over 1, 2, 4 or 8 blocks of a portable cluster.");
   static_assert(T::max_threads >= 32 && T::max_threads % 32 == 0, "Blocks are whole warps.");
