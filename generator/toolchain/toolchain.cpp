@@ -131,6 +131,40 @@ static std::string relative_to(std::string text, const fs::path& root) {
   return text;
 }
 
+std::string probe_space(const Toolchain& tc, const std::string& op, const fs::path& root, const fs::path& src_dir,
+                        const fs::path& bin_dir, SpaceProbe& out, std::string& log, bool& timed_out) {
+  ProcessOptions popt;
+  popt.timeout_s = tc.compile_timeout_s;
+  std::error_code ec;
+  fs::create_directories(src_dir, ec);
+  fs::create_directories(bin_dir, ec);
+  const fs::path src = src_dir / "probe.cu", exe = bin_dir / "probe";
+  if (std::string e = write_file_atomic(src, probe_source(op, tc.arch)); !e.empty()) return e;
+  std::vector<std::string> cmd{tc.nvcc};
+  cmd.insert(cmd.end(), tc.cuda_flags.begin(), tc.cuda_flags.end());
+  for (const std::string& d : tc.include_dirs) cmd.push_back("-I" + d);
+  cmd.insert(cmd.end(), {"-I" + root.string(), src.string(), "-o", exe.string()});
+  ProcessResult r = run_process(cmd, popt);
+  log_process(log, cmd, r);
+  if (!r.ok()) {
+    timed_out = r.timed_out;
+    return bounded_diagnostics(r.output + r.error, 6000);
+  }
+  r = run_process({exe.string()}, popt);
+  log_process(log, {exe.string()}, r);
+  try {
+    const nlohmann::json j = nlohmann::json::parse(r.output);
+    out.hash = std::stoull(j.at("hash").get<std::string>());
+    out.total = j.at("total").get<std::size_t>();
+    for (const auto& [k, v] : j.at("feasible").items()) out.feasible[k] = v.get<std::size_t>();
+    out.default_id = j.at("default_id").get<std::string>();
+    for (const auto& [k, v] : j.at("unaligned_id").items()) out.unaligned_id[std::stoi(k)] = v.get<std::string>();
+  } catch (const std::exception& e) {
+    return "the space probe printed no valid facts: " + std::string(e.what()) + "\n" + r.output;
+  }
+  return {};
+}
+
 CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const fs::path& root) {
   CandidateBuild b;
   const auto start = std::chrono::steady_clock::now();
@@ -150,32 +184,8 @@ CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const
 
   // 1. The space alone: compiles in seconds and fails with the clearest messages.
   b.stage = "space probe";
-  if (std::string e = write_file_atomic(gen / "probe.cu", probe_source(op, tc.arch)); !e.empty()) {
+  if (std::string e = probe_space(tc, op, root, gen, bin, b.probe, b.log, b.timed_out); !e.empty()) {
     b.diagnostics = e;
-    return finish(b);
-  }
-  std::vector<std::string> probe_cmd{tc.nvcc};
-  probe_cmd.insert(probe_cmd.end(), tc.cuda_flags.begin(), tc.cuda_flags.end());
-  for (const std::string& d : tc.include_dirs) probe_cmd.push_back("-I" + d);
-  probe_cmd.insert(probe_cmd.end(), {"-I" + root.string(), (gen / "probe.cu").string(), "-o", (bin / "probe").string()});
-  ProcessResult r = run_process(probe_cmd, popt);
-  log_process(b.log, probe_cmd, r);
-  if (!r.ok()) {
-    b.timed_out = r.timed_out;
-    b.diagnostics = bounded_diagnostics(r.output + r.error, 6000);
-    return finish(b);
-  }
-  r = run_process({(bin / "probe").string()}, popt);
-  log_process(b.log, {(bin / "probe").string()}, r);
-  try {
-    const nlohmann::json j = nlohmann::json::parse(r.output);
-    b.probe.hash = std::stoull(j.at("hash").get<std::string>());
-    b.probe.total = j.at("total").get<std::size_t>();
-    for (const auto& [k, v] : j.at("feasible").items()) b.probe.feasible[k] = v.get<std::size_t>();
-    b.probe.default_id = j.at("default_id").get<std::string>();
-    for (const auto& [k, v] : j.at("unaligned_id").items()) b.probe.unaligned_id[std::stoi(k)] = v.get<std::string>();
-  } catch (const std::exception& e) {
-    b.diagnostics = "the space probe printed no valid facts: " + std::string(e.what()) + "\n" + r.output;
     return finish(b);
   }
 
@@ -233,7 +243,7 @@ CandidateBuild build_candidate(const Toolchain& tc, const std::string& op, const
     link.push_back(input);
   }
   link.insert(link.end(), tc.link_flags.begin(), tc.link_flags.end());
-  r = run_process(link, popt);
+  ProcessResult r = run_process(link, popt);
   log_process(b.log, link, r);
   if (!r.ok()) {
     b.timed_out = r.timed_out;

@@ -62,6 +62,13 @@ struct CandidateBuild {
   SpaceProbe probe;
 };
 
+/// Compiles space.hpp of root/kernels/<op>/ alone into a small host program (source in src_dir, binary in
+/// bin_dir) and reads its facts into `out`. Empty string on success, else what went wrong (the compiler's
+/// messages, bounded); `log` gets every command and its output, `timed_out` whether the compile ran out of time.
+std::string probe_space(const Toolchain& tc, const std::string& op, const std::filesystem::path& root,
+                        const std::filesystem::path& src_dir, const std::filesystem::path& bin_dir, SpaceProbe& out,
+                        std::string& log, bool& timed_out);
+
 /// Builds the candidate whose kernel folder is root/kernels/<op>/: probes the space, writes the
 /// translation units to root/generated/, compiles them and links root/bin/ktune_bench (and, where the
 /// toolchain has its parts, root/bin/ktune_profile from the same objects). Everything it writes stays

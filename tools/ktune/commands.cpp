@@ -46,6 +46,8 @@ constexpr const char* main_help =
     "                 ktune profile <op> [--variant ID|original|all] [--shape DIM=V,...] [--dtype T] [--json F])\n"
     "  profile-plan   reports/<gpu>/<op>.json -> the calls `ktune_profile --plan` profiles (S and the winners)\n"
     "  profile-attach ktune_profile's JSON -> the \"profile\" section of reports/<gpu>/<op>.json\n"
+    "  derive S.cu    the parts of kernels/OP/ that follow from S and its spec (all but space.hpp and family.cuh)\n"
+    "                 (ktune derive S.cu --spec SPEC.json --name OP; see ktune derive --help)\n"
     "  agent S.cu     stage 1: an LLM writes a tunable family of S, judged and tuned here round by round\n"
     "                 (ktune agent S.cu --spec SPEC.json --name OP; see ktune agent --help)\n"
     "\n"
@@ -221,7 +223,8 @@ int cmd_select(const std::vector<std::string>& argv) {
         "                             configuration per shape) for `ktune_bench --retest OUT`; nothing else.\n"
         "  otherwise                  write the normalised results <results>/<gpu>/<op>.json (docs/results-schema.md)\n"
         "                             and the Kernel Tuner T4 export <op>.t4.json beside it.\n"
-        "  --kernels DIR   kernel folders with spec.json (default: kernels)\n"
+        "  --kernels DIR   kernel folders with spec.json (default: where the build found each op: kernels/ and the\n"
+        "                  KTUNE_KERNEL_ROOTS folders)\n"
         "  --results DIR   where results go (default: reports)\n"
         "  --build-json F  build record kept in the results for the report (default: build/ktune-build.json if\n"
         "                  present; none: no record)\n"
@@ -243,7 +246,7 @@ int cmd_select(const std::vector<std::string>& argv) {
     progress.step(i + 1, raw[i]);
   }
   std::vector<std::string> warnings;
-  std::vector<Selection> selections = build_selections(files, a.get("kernels", "kernels"), warnings);
+  std::vector<Selection> selections = build_selections(files, a.get("kernels", ""), warnings);
   for (const std::string& w : warnings) fmt::print(stderr, "ktune select: warning: {}\n", w);
   if (selections.empty()) {
     fmt::print(stderr, "ktune select: no kernel benchmarks in the inputs\n");
@@ -312,14 +315,15 @@ int cmd_tables(const std::vector<std::string>& argv) {
         "architecture, device and dtype, token-count and width buckets -> variant, the general configuration as\n"
         "fallback, the space hash and per-entry provenance. Deterministic; written atomically.\n"
         "  --results DIR   default: reports\n"
-        "  --kernels DIR   default: kernels (the op's folder must exist)\n"
+        "  --kernels DIR   default: where the build found each op (kernels/ and the KTUNE_KERNEL_ROOTS folders;\n"
+        "                  the op's folder must exist)\n"
         "  --check         regenerate in memory and fail (exit 1) if any file differs\n");
     return exit_ok;
   }
   const Args a(argv, {"check"}, {"results", "kernels"});
   if (!a.positional().empty()) throw usage_error("ktune tables takes no positional arguments");
   const std::string results_dir = a.get("results", "reports");
-  const std::string kernels_dir = a.get("kernels", "kernels");
+  const std::string kernels_dir = a.get("kernels", "");
   const auto all = load_all_results(results_dir);
   if (all.empty()) {
     fmt::print("ktune tables: no results files under {}; nothing to do\n", results_dir);
@@ -327,7 +331,7 @@ int cmd_tables(const std::vector<std::string>& argv) {
   }
   int stale = 0;
   for (const auto& [op, inputs] : all) {
-    const std::string dir = join_path(kernels_dir, op);
+    const std::string dir = kernel_folder(op, kernels_dir);
     if (!is_directory(dir)) {
       fmt::print(stderr, "ktune tables: results for '{}' but no kernel folder {}; skipped\n", op, dir);
       continue;
@@ -344,8 +348,8 @@ int cmd_tables(const std::vector<std::string>& argv) {
       const bool same = file_exists(path) && read_file(path) == text;
       if (!same) {
         ++stale;
-        fmt::print(stderr, "ktune tables --check: {} is out of date with {}: run `ktune tables --results {} --kernels {}`\n",
-                   path, results_dir, results_dir, kernels_dir);
+        fmt::print(stderr, "ktune tables --check: {} is out of date with {}: run `ktune tables --results {}{}`\n", path,
+                   results_dir, results_dir, kernels_dir.empty() ? "" : " --kernels " + kernels_dir);
       } else {
         fmt::print("{} is up to date\n", path);
       }

@@ -32,6 +32,8 @@ struct SpaceListing {
 
 struct SpaceInfo {
   std::string op;
+  std::string folder;  ///< the kernel folder the build found, relative to the source tree (kernels/<op>, or in a
+                       ///< KTUNE_KERNEL_ROOTS folder); empty for spaces not from a kernel folder
   std::uint64_t hash = 0;
   std::vector<ParamInfo> params;
   std::string default_id, original_id;  ///< original_id: empty when the space has no original_point
@@ -41,6 +43,10 @@ struct SpaceInfo {
 
 /// The spaces compiled into this binary, sorted by op.
 const std::vector<SpaceInfo>& known_spaces();
+
+/// The folder of `op`: kernels_dir/op when a --kernels DIR was given (non-empty), else the folder the build
+/// found it in, else kernels/op. Relative paths are taken from the current directory (the source tree).
+std::string kernel_folder(const std::string& op, const std::string& kernels_dir);
 
 /// Builds a SpaceInfo from a kernel folder's Space (used by list.cpp and by tests with a toy space).
 template <class S>

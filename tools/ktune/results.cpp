@@ -10,6 +10,7 @@
 #include <ktune/spec.hpp>
 
 #include "io.hpp"
+#include "list.hpp"
 
 namespace ktune::tool {
 
@@ -273,7 +274,7 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
 
     for (auto& [op, dtypes] : ops) {
       if (!specs.count(op)) {
-        const std::string path = join_path(join_path(kernels_dir, op), "spec.json");
+        const std::string path = join_path(kernel_folder(op, kernels_dir), "spec.json");
         if (!file_exists(path)) throw ToolError(fmt::format("no spec for op '{}': {} does not exist (see --kernels)", op, path));
         try {
           specs.emplace(op, load_spec(path));

@@ -172,7 +172,7 @@ void select_shape(ShapeResult& s, const std::string& general, const std::string&
 void select_dtype(DTypeResult& d);
 
 /// Builds the selections of every (GPU, op) found in `files` (later files override earlier ones for
-/// the same benchmark and mode). Specs come from `<kernels_dir>/<op>/spec.json`.
+/// the same benchmark and mode). Specs come from `<kernel_folder(op, kernels_dir)>/spec.json` (list.hpp).
 std::vector<Selection> build_selections(const std::vector<RawFile>& files, const std::string& kernels_dir,
                                         std::vector<std::string>& warnings);
 
