@@ -128,7 +128,9 @@ void expect_agreed_row(const nlohmann::json& b) {
   EXPECT_LE(b.at("min_us").get<double>(), b.at("median_us").get<double>());
   EXPECT_GE(b.at("max_us").get<double>(), b.at("median_us").get<double>());
   EXPECT_GT(b.at("pct_copy").get<double>(), 0);
-  EXPECT_GT(b.at("registers").get<double>(), 0);
+  // An S reached only through its launcher (an op `ktune derive` made) has no kernel pointer to ask.
+  const std::string name = b.at("name");
+  if (name.size() < 9 || name.compare(name.size() - 9, 9, "/original") != 0) EXPECT_GT(b.at("registers").get<double>(), 0);
 }
 
 TEST_F(BenchSmoke, SweepWritesTheAgreedJsonAndResumesFromTheCache) {

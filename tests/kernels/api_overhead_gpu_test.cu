@@ -122,7 +122,7 @@ TEST_F(ApiOverheadGpu, MergeAttnStatesLse) {
   float* olse = alloc<float>(tokens * heads, 11);
   const op::Args<E> args = op::make_args(out, olse, static_cast<const E*>(pv), static_cast<const float*>(plse),
                                          static_cast<const E*>(sv), static_cast<const float*>(slse), tokens, heads,
-                                         head_size, std::int64_t{0}, std::int64_t{0}, std::int64_t{0});
+                                         head_size, std::int64_t{-1}, std::int64_t{-1}, std::int64_t{-1});
   ktune::TunedChoice c;
   ASSERT_TRUE(ktune::test::ok(ktune::merge_attn_states_lse_choice(ktune::DType::bf16, tokens, heads, c)));
   (void)op::tuned::with_variant<E>(c.variant, [&](auto cfg) {
