@@ -1,0 +1,281 @@
+// examples/02_pytorch_extension/ktune_torch.cpp: ktune's three tuned kernels as a PyTorch extension
+// whose Python functions take sgl_kernel's signatures, so a serving engine can swap them in:
+//
+//   silu_and_mul(input, out=None) -> out
+//   fused_add_rmsnorm(input, residual, weight, eps=1e-6, enable_pdl=None) -> None   (in place)
+//   merge_state_v2(v_a, s_a, v_b, s_b, v_merged=None, s_merged=None) -> (v_merged, s_merged)
+//
+// This file is compiled by the host compiler: it includes only the host-only declarations
+// (kernels/<op>/<op>.hpp) and calls the runtime-dtype entry points, which the extension's .cu sources
+// (kernels/<op>/<op>.cu of the ktune checkout, as in ktune::kernels) define. Every check below runs
+// before anything is launched, so a call that raises has written nothing. Calls run on PyTorch's
+// current stream of the tensors' device, allocate only the outputs they were not given (from PyTorch's
+// allocator), and never synchronise: they can be captured in a CUDA graph.
+//
+// Exceptions: a wrong dtype raises TypeError; a wrong device, shape or layout ValueError (with what to
+// do about it); a CUDA failure RuntimeError.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/extension.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <kernels/fused_add_rmsnorm/fused_add_rmsnorm.hpp>
+#include <kernels/merge_attn_states_lse/merge_attn_states_lse.hpp>
+#include <kernels/silu_and_mul/silu_and_mul.hpp>
+
+namespace {
+
+ktune::DType element_type(const at::Tensor& t, const char* op, const char* name) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return ktune::DType::f32;
+    case at::kHalf: return ktune::DType::f16;
+    case at::kBFloat16: return ktune::DType::bf16;
+    default: break;
+  }
+  TORCH_CHECK_TYPE(false, op, ": ", name, " has dtype ", t.scalar_type(),
+                   "; ktune's kernels take float32, float16 and bfloat16");
+  return ktune::DType::f32;  // not reached
+}
+
+void same_dtype(const at::Tensor& t, const at::Tensor& ref, const char* op, const char* name, const char* ref_name) {
+  TORCH_CHECK_TYPE(t.scalar_type() == ref.scalar_type(), op, ": ", name, " has dtype ", t.scalar_type(), " but ",
+                   ref_name, " has ", ref.scalar_type(), "; they must match");
+}
+
+void on_device(const at::Tensor& t, const at::Tensor& ref, const char* op, const char* name, const char* ref_name) {
+  TORCH_CHECK_VALUE(t.is_cuda(), op, ": ", name, " is on ", t.device(), "; ktune's kernels take CUDA tensors");
+  TORCH_CHECK_VALUE(t.device() == ref.device(), op, ": ", name, " is on ", t.device(), " but ", ref_name, " is on ",
+                    ref.device());
+}
+
+void same_shape(const at::Tensor& t, at::IntArrayRef want, const char* op, const char* name) {
+  TORCH_CHECK_VALUE(t.sizes() == want, op, ": ", name, " has shape ", t.sizes(), ", expected ", want);
+}
+
+/// A tensor [..., width] as `rows` rows of `width` elements, `stride` elements apart (ktune's row
+/// stride; -1 where there is at most one row). The last dimension must be contiguous and the leading
+/// dimensions must collapse into one row stride (a slice of wider rows, every other row, a contiguous
+/// tensor of any rank); anything else is refused with the advice to call .contiguous().
+struct Rows {
+  std::int64_t rows = 0, width = 0, stride = -1;
+};
+
+Rows rows_of(const at::Tensor& t, const char* op, const char* name) {
+  TORCH_CHECK_VALUE(t.dim() >= 1, op, ": ", name, " must have at least one dimension");
+  Rows r;
+  r.width = t.size(-1);
+  r.rows = t.numel() / std::max<std::int64_t>(r.width, 1);
+  if (r.width == 0) r.rows = 1;
+  for (std::int64_t i = 0; i + 1 < t.dim(); ++i)
+    if (t.size(i) == 0) r.rows = 0;
+  TORCH_CHECK_VALUE(r.width <= 1 || t.stride(-1) == 1, op, ": the last dimension of ", name,
+                    " is not contiguous (stride ", t.stride(-1), "); pass ", name, ".contiguous()");
+  std::int64_t stride = -1, next = -1;  // next: the stride the next-outer dimension must have
+  for (std::int64_t i = t.dim() - 2; i >= 0; --i) {
+    if (t.size(i) == 1) continue;
+    if (stride == -1) {
+      stride = t.stride(i);
+    } else {
+      TORCH_CHECK_VALUE(t.stride(i) == next, op, ": the rows of ", name, " (shape ", t.sizes(), ", strides ",
+                        t.strides(), ") are not evenly spaced; pass ", name, ".contiguous()");
+    }
+    next = t.stride(i) * t.size(i);
+  }
+  if (r.rows > 1) {
+    TORCH_CHECK_VALUE(stride >= r.width, op, ": the rows of ", name, " overlap (row stride ", stride,
+                      " is shorter than the row, ", r.width, " elements; a broadcast tensor?); pass ", name,
+                      ".contiguous()");
+    r.stride = stride;
+  }
+  return r;
+}
+
+/// Whether the memory two tensors span intersects (so writing one could change the other).
+bool overlaps(const at::Tensor& a, const at::Tensor& b) {
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  auto span = [](const at::Tensor& t) {
+    std::int64_t last = 0;
+    for (std::int64_t i = 0; i < t.dim(); ++i) last += (t.size(i) - 1) * t.stride(i);
+    const auto* begin = static_cast<const char*>(t.data_ptr());
+    return std::make_pair(begin, begin + (last + 1) * t.element_size());
+  };
+  const auto [a0, a1] = span(a);
+  const auto [b0, b1] = span(b);
+  return a0 < b1 && b0 < a1;
+}
+
+void check(const ktune::Status& st, const char* op) {
+  if (st.ok()) return;
+  if (st.code == ktune::StatusCode::cuda_error || st.code == ktune::StatusCode::internal)
+    TORCH_CHECK(false, "ktune ", op, ": ", st.message, " (", cudaGetErrorString(st.cuda), ")");
+  TORCH_CHECK_VALUE(false, "ktune ", op, ": ", st.message);
+}
+
+cudaStream_t current_stream(const at::Tensor& t) { return at::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
+
+// ---- silu_and_mul ---------------------------------------------------------------------------------
+
+at::Tensor silu_and_mul(const at::Tensor& input, std::optional<at::Tensor> out) {
+  constexpr const char* op = "silu_and_mul";
+  const ktune::DType dt = element_type(input, op, "input");
+  on_device(input, input, op, "input", "input");
+  TORCH_CHECK_VALUE(input.dim() >= 1 && input.size(-1) % 2 == 0, op, ": input's last dimension (",
+                    input.dim() >= 1 ? input.size(-1) : 0, ") must be even: [..., 2 * d]");
+  const std::int64_t d = input.size(-1) / 2;
+  std::vector<std::int64_t> out_shape = input.sizes().vec();
+  out_shape.back() = d;
+  const Rows in = rows_of(input, op, "input");
+  if (out) {
+    same_dtype(*out, input, op, "out", "input");
+    on_device(*out, input, op, "out", "input");
+    same_shape(*out, out_shape, op, "out");
+    TORCH_CHECK_VALUE(!overlaps(*out, input), op, ": out overlaps input");
+  }
+  at::Tensor result = out ? *out : at::empty(out_shape, input.options());
+  const Rows o = rows_of(result, op, "out");
+  if (in.rows == 0 || d == 0) return result;
+  const c10::cuda::CUDAGuard guard(input.device());
+  check(ktune::silu_and_mul(dt, result.data_ptr(), input.data_ptr(), in.rows, d, current_stream(input), o.stride,
+                            in.stride),
+        op);
+  return result;
+}
+
+// ---- fused_add_rmsnorm ----------------------------------------------------------------------------
+
+void fused_add_rmsnorm(at::Tensor input, at::Tensor residual, const at::Tensor& weight, double eps,
+                       std::optional<bool> /*enable_pdl: accepted for sgl_kernel's signature; the tuned variant decides*/) {
+  constexpr const char* op = "fused_add_rmsnorm";
+  const ktune::DType dt = element_type(input, op, "input");
+  same_dtype(residual, input, op, "residual", "input");
+  same_dtype(weight, input, op, "weight", "input");
+  on_device(input, input, op, "input", "input");
+  on_device(residual, input, op, "residual", "input");
+  on_device(weight, input, op, "weight", "input");
+  TORCH_CHECK_VALUE(input.dim() == 2, op, ": input must be 2-D [tokens, hidden], it has shape ", input.sizes());
+  same_shape(residual, input.sizes(), op, "residual");
+  const std::int64_t h = input.size(1);
+  TORCH_CHECK_VALUE(weight.dim() == 1 && weight.size(0) == h, op, ": weight must be [hidden] = [", h,
+                    "], it has shape ", weight.sizes());
+  TORCH_CHECK_VALUE(h <= 1 || weight.stride(0) == 1, op, ": weight is not contiguous; pass weight.contiguous()");
+  const Rows in = rows_of(input, op, "input");
+  const Rows res = rows_of(residual, op, "residual");
+  TORCH_CHECK_VALUE(!overlaps(input, residual), op, ": input and residual overlap (both are written)");
+  TORCH_CHECK_VALUE(!overlaps(input, weight) && !overlaps(residual, weight), op,
+                    ": weight overlaps input or residual (they are written)");
+  if (in.rows == 0) return;
+  const c10::cuda::CUDAGuard guard(input.device());
+  check(ktune::fused_add_rmsnorm(dt, input.data_ptr(), residual.data_ptr(), weight.data_ptr(), in.rows, h,
+                                 static_cast<float>(eps), current_stream(input), in.stride, res.stride),
+        op);
+}
+
+// ---- merge_state_v2 -------------------------------------------------------------------------------
+
+/// v [tokens, heads, head_size] with heads and head_size contiguous: its token stride (-1 for one token).
+std::int64_t token_stride(const at::Tensor& v, const char* op, const char* name) {
+  const std::int64_t heads = v.size(1), head_size = v.size(2);
+  TORCH_CHECK_VALUE((head_size <= 1 || v.stride(2) == 1) && (heads <= 1 || v.stride(1) == head_size), op, ": ", name,
+                    " must have contiguous heads and head_size (strides [*, ", head_size, ", 1]), it has strides ",
+                    v.strides(), "; pass ", name, ".contiguous()");
+  if (v.size(0) <= 1) return -1;
+  TORCH_CHECK_VALUE(v.stride(0) >= heads * head_size, op, ": the tokens of ", name, " overlap (token stride ",
+                    v.stride(0), " < heads * head_size); pass ", name, ".contiguous()");
+  return v.stride(0);
+}
+
+std::tuple<at::Tensor, at::Tensor> merge_state_v2(const at::Tensor& v_a, at::Tensor s_a, const at::Tensor& v_b,
+                                                  at::Tensor s_b, std::optional<at::Tensor> v_merged,
+                                                  std::optional<at::Tensor> s_merged) {
+  constexpr const char* op = "merge_state_v2";
+  const ktune::DType dt = element_type(v_a, op, "v_a");
+  same_dtype(v_b, v_a, op, "v_b", "v_a");
+  for (const auto& [t, name] : {std::pair<const at::Tensor&, const char*>{v_b, "v_b"}, {s_a, "s_a"}, {s_b, "s_b"}})
+    on_device(t, v_a, op, name, "v_a");
+  on_device(v_a, v_a, op, "v_a", "v_a");
+  TORCH_CHECK_VALUE(v_a.dim() == 3, op, ": v_a must be 3-D [tokens, heads, head_size], it has shape ", v_a.sizes());
+  same_shape(v_b, v_a.sizes(), op, "v_b");
+  const std::int64_t tokens = v_a.size(0), heads = v_a.size(1), head_size = v_a.size(2);
+  const std::vector<std::int64_t> lse_shape = {tokens, heads};
+  same_shape(s_a, lse_shape, op, "s_a");
+  same_shape(s_b, lse_shape, op, "s_b");
+  // As sgl_kernel does: the LSEs are taken in float32 (a float16 or bfloat16 one is converted first).
+  for (at::Tensor* s : {&s_a, &s_b}) {
+    TORCH_CHECK_TYPE(at::isFloatingType(s->scalar_type()), op, ": an LSE (s_a, s_b) has dtype ", s->scalar_type(),
+                     "; it must be floating point (it is taken in float32)");
+    if (s->scalar_type() != at::kFloat) *s = s->to(at::kFloat);
+  }
+  TORCH_CHECK_VALUE(s_a.is_contiguous() && s_b.is_contiguous(), op,
+                    ": s_a and s_b must be contiguous [tokens, heads]; pass s.contiguous()");
+  TORCH_CHECK_VALUE(heads >= 1 && head_size >= 1, op, ": heads and head_size must be at least 1, v_a has shape ",
+                    v_a.sizes());
+  const std::int64_t a_stride = token_stride(v_a, op, "v_a"), b_stride = token_stride(v_b, op, "v_b");
+  if (v_merged) {
+    same_dtype(*v_merged, v_a, op, "v_merged", "v_a");
+    on_device(*v_merged, v_a, op, "v_merged", "v_a");
+    same_shape(*v_merged, v_a.sizes(), op, "v_merged");
+  }
+  if (s_merged) {
+    TORCH_CHECK_TYPE(s_merged->scalar_type() == at::kFloat, op, ": s_merged has dtype ", s_merged->scalar_type(),
+                     "; it must be float32");
+    on_device(*s_merged, v_a, op, "s_merged", "v_a");
+    same_shape(*s_merged, lse_shape, op, "s_merged");
+    TORCH_CHECK_VALUE(s_merged->is_contiguous(), op, ": s_merged must be contiguous [tokens, heads]");
+  }
+  const std::int64_t out_stride = v_merged ? token_stride(*v_merged, op, "v_merged") : -1;
+  // s_a and s_b are non-const copies (converted to float32 above): name the element type.
+  for (const at::Tensor* in : std::initializer_list<const at::Tensor*>{&v_a, &v_b, &s_a, &s_b}) {
+    TORCH_CHECK_VALUE(!v_merged || !overlaps(*v_merged, *in), op, ": v_merged overlaps an input");
+    TORCH_CHECK_VALUE(!s_merged || !overlaps(*s_merged, *in), op, ": s_merged overlaps an input");
+  }
+  TORCH_CHECK_VALUE(!v_merged || !s_merged || !overlaps(*v_merged, *s_merged), op, ": v_merged overlaps s_merged");
+  at::Tensor v_out = v_merged ? *v_merged : at::empty(v_a.sizes(), v_a.options());
+  at::Tensor s_out = s_merged ? *s_merged : at::empty(lse_shape, s_a.options());
+  if (tokens == 0) return {v_out, s_out};
+  const c10::cuda::CUDAGuard guard(v_a.device());
+  check(ktune::merge_attn_states_lse(dt, v_out.data_ptr(), s_out.data_ptr<float>(), v_a.data_ptr(),
+                                     s_a.data_ptr<float>(), v_b.data_ptr(), s_b.data_ptr<float>(), tokens, heads,
+                                     head_size, current_stream(v_a), out_stride, a_stride, b_stride),
+        op);
+  return {v_out, s_out};
+}
+
+// ---- which variant a call uses --------------------------------------------------------------------
+
+std::tuple<std::string, std::string> variant(const std::string& op, const at::ScalarType dtype, std::int64_t tokens,
+                                             std::int64_t width) {
+  const at::Tensor probe = at::empty({0}, at::TensorOptions().dtype(dtype));
+  const ktune::DType dt = element_type(probe, "variant", "dtype");
+  ktune::TunedChoice c;
+  ktune::Status st = ktune::Status::invalid("unknown op (silu_and_mul, fused_add_rmsnorm, merge_state_v2)");
+  if (op == "silu_and_mul") st = ktune::silu_and_mul_choice(dt, tokens, width, c);
+  if (op == "fused_add_rmsnorm") st = ktune::fused_add_rmsnorm_choice(dt, tokens, width, c);
+  if (op == "merge_state_v2") st = ktune::merge_attn_states_lse_choice(dt, tokens, width, c);
+  check(st, "variant");
+  return {c.id ? c.id : "", ktune::to_string(c.source)};
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  namespace py = pybind11;
+  m.doc() = "ktune's tuned silu_and_mul, fused_add_rmsnorm and merge_state_v2 with sgl_kernel's signatures";
+  m.def("silu_and_mul", &silu_and_mul, py::arg("input"), py::arg("out") = py::none(),
+        "out[..., i] = silu(input[..., i]) * input[..., d + i] for input [..., 2d]; returns out [..., d]");
+  m.def("fused_add_rmsnorm", &fused_add_rmsnorm, py::arg("input"), py::arg("residual"), py::arg("weight"),
+        py::arg("eps") = 1e-6, py::arg("enable_pdl") = py::none(),
+        "In place: residual += input; input = rmsnorm(residual) * weight. input, residual [tokens, hidden]");
+  m.def("merge_state_v2", &merge_state_v2, py::arg("v_a"), py::arg("s_a"), py::arg("v_b"), py::arg("s_b"),
+        py::arg("v_merged") = py::none(), py::arg("s_merged") = py::none(),
+        "Merges two attention states v [tokens, heads, head_size] by their LSEs s [tokens, heads]; returns "
+        "(v_merged, s_merged)");
+  m.def("variant", &variant, py::arg("op"), py::arg("dtype"), py::arg("tokens"), py::arg("width"),
+        "(variant id, why) for a call of op with this dtype and size on the current device; width is d, hidden "
+        "or heads");
+}

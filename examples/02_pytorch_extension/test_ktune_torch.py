@@ -1,0 +1,974 @@
+#!/usr/bin/env python3
+"""Checks ktune_torch against plain PyTorch, then times it (README.md beside this file).
+
+    python3 test_ktune_torch.py [--quick] [--json PATH] [--no-bench] [--no-compile] [--verbose]
+
+1. correctness: every op against a float64 PyTorch reference of the same stored inputs, for fp32, fp16
+   and bf16, ragged shapes, strided rows (slices of wider rows, every other row, rows one element past
+   alignment) and strided outputs; outputs are poisoned with NaN first, and every tensor sits in a
+   guarded allocation, so an element not written, or written outside the tensor, is caught;
+2. errors: wrong dtypes raise TypeError, wrong devices, shapes and layouts ValueError, and a call that
+   raises has written nothing;
+3. CUDA graphs: each op captured and replayed gives bitwise the eager result, also on new input data;
+4. timing (unless --no-bench): ktune against the same op in eager PyTorch and under torch.compile, with
+   a cold L2 (one call at a time, 256 MiB written between calls, launch overhead hidden) and inside a
+   CUDA graph (20 calls back to back), median GPU times from CUDA events.
+
+Exits 0 when every check passes, 1 otherwise; prints "SKIPPED: <reason>" and exits 0 where PyTorch or a
+CUDA device is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+EXAMPLE_DIR = Path(__file__).resolve().parent
+SEED = 20240611
+GUARD = 64            # elements either side of every tensor under test (128 bytes or more: keeps alignment)
+NAN = float("nan")
+INF = float("inf")
+FLUSH_BYTES = 256 << 20
+SLEEP_CYCLES = 1_000_000  # about 0.5 ms of GPU clock: longer than any call's CPU side
+
+try:  # the whole script needs PyTorch; without it, it only says why it skips
+    import torch
+    import torch.nn.functional as F
+    TORCH_ERROR = None
+except Exception as e:  # not installed, or an install that fails to import
+    torch = None
+    F = None
+    TORCH_ERROR = f"{type(e).__name__}: {e}"
+
+DTYPE_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def dtype_of(name: str):
+    return getattr(torch, DTYPE_NAMES[name])
+
+
+def name_of(dtype) -> str:
+    return next(k for k, v in DTYPE_NAMES.items() if getattr(torch, v) == dtype)
+
+
+# ---- results --------------------------------------------------------------------------------------
+
+class Report:
+    """Counts checks; a check passes when it returns no problems and raises nothing."""
+
+    def __init__(self, verbose: bool):
+        self.verbose = verbose
+        self.passed = 0
+        self.failures: list[str] = []
+        self.mark = (0, 0)  # counts when the current group of checks began
+
+    def section(self, title: str) -> None:
+        print(f"\n== {title}", flush=True)
+        self.mark = (self.passed, len(self.failures))
+
+    def end_section(self, what: str) -> None:
+        """Prints the counts of the checks since the last section() or end_section()."""
+        passed, failed = self.passed - self.mark[0], len(self.failures) - self.mark[1]
+        print(f"{what}: {passed} passed, {failed} failed", flush=True)
+        self.mark = (self.passed, len(self.failures))
+
+    def run(self, name: str, check: Callable[[], list[str]]) -> bool:
+        try:
+            problems = check()
+        except Exception as e:
+            problems = [f"raised {type(e).__name__}: {first_line(e)}"]
+        if problems:
+            self.failures.append(f"{name}: {'; '.join(problems)}")
+            print(f"FAIL {name}: {'; '.join(problems)}", flush=True)
+            return False
+        self.passed += 1
+        if self.verbose:
+            print(f"ok   {name}", flush=True)
+        return True
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:300] if text else type(e).__name__
+
+
+# ---- tensors under test ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the rows of a tensor [..., width] lie inside the buffer that holds it."""
+    pad: int = 0       # extra elements at the end of every buffer row
+    offset: int = 0    # where the tensor's row starts inside the buffer row
+    row_step: int = 1  # 2: every other buffer row
+
+    def buffer_shape(self, shape: tuple) -> tuple:
+        lead = shape[:-1]
+        if self.row_step > 1:
+            if not lead:
+                raise ValueError("a 1-D tensor has no rows to skip")
+            lead = (lead[0] * self.row_step,) + lead[1:]
+        return lead + (shape[-1] + self.pad,)
+
+    def view(self, buffer, shape: tuple):
+        v = buffer[..., self.offset:self.offset + shape[-1]]
+        return v[::self.row_step] if self.row_step > 1 else v
+
+
+LAYOUTS = {
+    "contiguous": Layout(),
+    "wide_rows": Layout(pad=64),               # a slice of wider rows: torch.randn(T, w + 64)[:, :w]
+    "every_other_row": Layout(row_step=2),     # x[::2]
+    "offset_1": Layout(pad=8, offset=1),       # rows one element past 16-byte alignment
+}
+
+
+def normal(n: int, gen):
+    return torch.randn(n, generator=gen, device="cuda")
+
+
+class Buffer:
+    """A tensor of `shape` in a layout, inside one flat allocation with GUARD elements before and after,
+    so that a write anywhere outside the tensor (padding, skipped rows, guards) shows.
+
+    fill: a function (n, generator) -> float32 values for the whole allocation, a constant (NaN poisons
+    an output), or a tensor of `shape` copied into the view (the rest random)."""
+
+    def __init__(self, shape, dtype, layout: str, fill, gen, split: tuple | None = None):
+        self.shape = tuple(shape)
+        self.layout = LAYOUTS[layout]
+        self.split = split  # (heads, head_size): the last dimension seen as two
+        self.buffer_shape = self.layout.buffer_shape(self.shape)
+        n = math.prod(self.buffer_shape) + 2 * GUARD
+        if callable(fill):
+            self.flat = fill(n, gen).to(dtype)
+        elif isinstance(fill, float):
+            self.flat = torch.full((n,), fill, dtype=dtype, device="cuda")
+        else:
+            self.flat = normal(n, gen).to(dtype)
+            self._view(self.flat).copy_(fill.reshape(self._view(self.flat).shape))
+        self.tensor = self._view(self.flat)
+        self.initial = self.flat.clone()
+
+    def _view(self, flat):
+        base = flat[GUARD:GUARD + math.prod(self.buffer_shape)].view(self.buffer_shape)
+        v = self.layout.view(base, self.shape)
+        return v.unflatten(-1, self.split) if self.split else v
+
+    def unchanged(self) -> bool:
+        return same_bits(self.flat, self.initial)
+
+    def unchanged_outside(self) -> bool:
+        probe = self.flat.clone()
+        self._view(probe).copy_(self._view(self.initial))
+        return same_bits(probe, self.initial)
+
+
+def bits(t):
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def same_bits(a, b) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(bits(a), bits(b))
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rel_l2: float
+    atol: float
+    rtol: float
+
+
+def spec_tolerances(root: Path, kernel: str) -> dict:
+    """The op's spec.json tolerances, by torch dtype: the ones ktune's own correctness gate applies."""
+    spec = json.loads((root / "kernels" / kernel / "spec.json").read_text())
+    return {dtype_of(name): Tolerance(**spec["tolerance"][name]) for name in DTYPE_NAMES}
+
+
+def unravel(i: int, shape) -> list[int]:
+    index = []
+    for size in reversed(shape):
+        index.append(i % size)
+        i //= size
+    return index[::-1]
+
+
+def compare(what: str, got, ref, tol: Tolerance) -> list[str]:
+    """ktune's rule (include/ktune/verify.hpp): NaN and ±inf must match the reference exactly; every finite
+    element within atol + rtol * |ref|; the relative L2 error over finite pairs within rel_l2."""
+    if tuple(got.shape) != tuple(ref.shape):
+        return [f"{what}: shape {list(got.shape)}, expected {list(ref.shape)}"]
+    o, r = got.double(), ref.double()
+    o_nan, r_nan = o.isnan(), r.isnan()
+    bad = o_nan != r_nan
+    bad |= (o.isinf() | r.isinf()) & ~o_nan & ~r_nan & (o != r)
+    finite = o.isfinite() & r.isfinite()
+    diff = torch.where(finite, (o - r).abs(), 0.0)
+    bad |= finite & (diff > tol.atol + tol.rtol * r.abs())
+    err2 = diff.square().sum().item()
+    ref2 = torch.where(finite, r, 0.0).square().sum().item()
+    rel_l2 = math.sqrt(err2 / ref2) if ref2 > 0 else math.sqrt(err2)
+    mismatched = int(bad.sum().item())
+    if mismatched == 0 and rel_l2 <= tol.rel_l2:
+        return []
+    max_abs = diff.max().item() if diff.numel() else 0.0
+    message = (f"{what}: rel_l2 {rel_l2:.3g} (limit {tol.rel_l2:g}), max_abs {max_abs:.3g}, {mismatched} of {o.numel()} "
+               f"elements beyond {tol.atol:g} + {tol.rtol:g}*|ref| or mismatched NaN/inf")
+    if mismatched:
+        i = int(bad.flatten().nonzero()[0].item())
+        message += f"; first at {unravel(i, o.shape)}: got {o.flatten()[i].item():.6g}, want {r.flatten()[i].item():.6g}"
+    return [message]
+
+
+def expect_tensor(what: str, t, shape: tuple, dtype) -> list[str]:
+    problems = []
+    if tuple(t.shape) != tuple(shape):
+        problems.append(f"{what} has shape {list(t.shape)}, expected {list(shape)}")
+    if t.dtype != dtype:
+        problems.append(f"{what} has dtype {t.dtype}, expected {dtype}")
+    if not t.is_cuda:
+        problems.append(f"{what} is on {t.device}")
+    return problems
+
+
+# ---- references: the ops' semantics (kernels/<op>/reference.hpp) in float64 ------------------------
+
+def ref_silu_and_mul(x):
+    x = x.double()
+    d = x.shape[-1] // 2
+    a, b = x[..., :d], x[..., d:]
+    return a / (1.0 + torch.exp(-a)) * b
+
+
+def ref_fused_add_rmsnorm(inp, residual, weight, eps: float):
+    """(normalised input, new residual). eps is an fp32 argument of the kernels: the same value here."""
+    eps32 = torch.tensor(eps, dtype=torch.float32).item()
+    x = inp.double() + residual.double()
+    inv_rms = torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + eps32)
+    return x * inv_rms * weight.double(), x
+
+
+def ref_merge_state(v_a, s_a, v_b, s_b):
+    """Natural-log LSEs; ±inf means no keys (counts as -inf); both sides empty give v = 0, s = -inf."""
+    s_a, s_b = s_a.double(), s_b.double()
+    s_a = torch.where(s_a.isinf(), -INF, s_a)
+    s_b = torch.where(s_b.isinf(), -INF, s_b)
+    empty = (s_a == -INF) & (s_b == -INF)
+    m = torch.where(empty, 0.0, torch.maximum(s_a, s_b))
+    w_a, w_b = torch.exp(s_a - m), torch.exp(s_b - m)
+    total = torch.where(empty, 1.0, w_a + w_b)
+    v = v_a.double() * (w_a / total).unsqueeze(-1) + v_b.double() * (w_b / total).unsqueeze(-1)
+    v = torch.where(empty.unsqueeze(-1), 0.0, v)
+    s = torch.where(empty, -INF, torch.log(total) + m)
+    return v, s
+
+
+# ---- plain PyTorch versions, as a serving engine writes them natively (timed, not references) -------
+
+def silu_and_mul_torch(x):
+    d = x.shape[-1] // 2
+    return F.silu(x[..., :d]) * x[..., d:]
+
+
+def fused_add_rmsnorm_torch(x, residual, weight, eps: float = 1e-6):
+    dtype = x.dtype
+    x = x.float() + residual.float()
+    residual = x.to(dtype)
+    variance = x.pow(2).mean(dim=-1, keepdim=True)
+    return (x * torch.rsqrt(variance + eps)).to(dtype) * weight, residual
+
+
+def merge_state_torch(v_a, s_a, v_b, s_b):
+    # Finite LSEs only (the timed inputs are): the ±inf rules would cost this version extra kernels.
+    m = torch.maximum(s_a, s_b)
+    w_a, w_b = torch.exp(s_a - m), torch.exp(s_b - m)
+    total = w_a + w_b
+    v = v_a.float() * (w_a / total).unsqueeze(-1) + v_b.float() * (w_b / total).unsqueeze(-1)
+    return v.to(v_a.dtype), torch.log(total) + m
+
+
+# ---- input values ---------------------------------------------------------------------------------
+
+def rms_input(n: int, gen):
+    """|input| in [8, ~13]: with residual in [-4, 4] and |weight| <= 1.5, |x| >= 4 and every output differs
+    from the value it overwrites (|normalised| < 8 <= |input|, new residual - old = input), so an
+    element the kernel did not write is caught although in-place outputs cannot be poisoned."""
+    u = torch.randn(n, generator=gen, device="cuda")
+    return torch.where(u < 0, u - 8, u + 8)
+
+
+def rms_residual(n: int, gen):
+    return torch.randn(n, generator=gen, device="cuda").clamp_(-4, 4)
+
+
+def rms_weight(n: int, gen):
+    magnitude = 0.25 + 1.25 * torch.rand(n, generator=gen, device="cuda")
+    return torch.where(torch.rand(n, generator=gen, device="cuda") < 0.5, -magnitude, magnitude)
+
+
+def lse_pair(tokens: int, heads: int, gen, edge_cases: bool = True):
+    """Natural-log LSEs of two partial attention states, close to each other as in real use, with the
+    spec's edge cases planted: no prefix keys (-inf), no suffix keys (+inf, which counts as -inf), neither,
+    and a suffix 300 below its prefix (its weight underflows to 0 in fp32)."""
+    s_a = torch.randn(tokens, heads, generator=gen, device="cuda") * 8
+    s_b = s_a + torch.randn(tokens, heads, generator=gen, device="cuda") * 2
+    if edge_cases:
+        i = torch.arange(tokens * heads, device="cuda").view(tokens, heads)
+        s_b = torch.where(i % 23 == 11, s_a - 300, s_b)
+        s_a = torch.where(i % 13 == 3, -INF, s_a)
+        s_b = torch.where(i % 17 == 5, INF, s_b)
+        both = i % 19 == 7
+        s_a = torch.where(both, -INF, s_a)
+        s_b = torch.where(both, -INF, s_b)
+    return s_a, s_b
+
+
+# ---- 1. correctness -------------------------------------------------------------------------------
+
+SILU_SHAPES = [((1,), 11008), ((7,), 1000), ((128,), 4096), ((1000,), 5120), ((64,), 14336), ((3,), 1), ((5,), 13),
+               ((2, 5), 512), ((), 64)]  # (leading dimensions, d): input [..., 2d]
+SILU_LAYOUTS = [("contiguous", "contiguous"), ("contiguous", None), ("wide_rows", "wide_rows"),
+                ("every_other_row", "contiguous"), ("contiguous", "every_other_row"), ("offset_1", "offset_1"),
+                ("wide_rows", "offset_1")]  # (input, out); None: out allocated by the call
+RMS_SHAPES = [(1, 4096), (7, 1000), (128, 5120), (1000, 8192), (64, 11008), (3, 1), (5, 13)]  # (tokens, hidden)
+RMS_LAYOUTS = [("contiguous", "contiguous", "contiguous", None), ("wide_rows", "wide_rows", "contiguous", 1e-5),
+               ("every_other_row", "contiguous", "contiguous", 1e-6), ("contiguous", "every_other_row", "contiguous", 1e-6),
+               ("offset_1", "offset_1", "offset_1", 1e-6), ("wide_rows", "offset_1", "contiguous", 1e-6)]
+               # (input, residual, weight, eps); None: eps left to its default
+MERGE_SHAPES = [(1, 32, 128), (7, 40, 128), (128, 32, 64), (1000, 32, 128), (5, 40, 96), (3, 1, 1), (4, 3, 13)]
+MERGE_LAYOUTS = [("contiguous", "contiguous", "contiguous", True), ("contiguous", "contiguous", None, False),
+                 ("contiguous", "contiguous", "contiguous", False), ("wide_rows", "every_other_row", "wide_rows", True),
+                 ("offset_1", "offset_1", "offset_1", True), ("every_other_row", "wide_rows", "every_other_row", True)]
+                 # (v_a, v_b, v_merged, s_merged given); None: allocated by the call
+
+
+def silu_case(mod, dtype, lead: tuple, d: int, in_layout: str, out_layout, gen, tol) -> list[str]:
+    x = Buffer(lead + (2 * d,), dtype, in_layout, normal, gen)
+    ref = ref_silu_and_mul(x.tensor)
+    problems = []
+    if out_layout is None:
+        out = mod.silu_and_mul(x.tensor)
+        problems += expect_tensor("out", out, lead + (d,), dtype)
+    else:
+        o = Buffer(lead + (d,), dtype, out_layout, NAN, gen)
+        out = mod.silu_and_mul(x.tensor, o.tensor)
+        if out.data_ptr() != o.tensor.data_ptr() or out.stride() != o.tensor.stride():
+            problems.append("did not return the out tensor it was given")
+        if not o.unchanged_outside():
+            problems.append("wrote outside out")
+        out = o.tensor
+    problems += compare("out", out, ref, tol)
+    if not x.unchanged():
+        problems.append("changed its input")
+    return problems
+
+
+def rmsnorm_case(mod, dtype, tokens: int, hidden: int, layouts: tuple, gen, tol) -> list[str]:
+    in_layout, res_layout, w_layout, eps = layouts
+    inp = Buffer((tokens, hidden), dtype, in_layout, rms_input, gen)
+    res = Buffer((tokens, hidden), dtype, res_layout, rms_residual, gen)
+    w = Buffer((hidden,), dtype, w_layout, rms_weight, gen)
+    want_out, want_res = ref_fused_add_rmsnorm(inp.tensor, res.tensor, w.tensor, 1e-6 if eps is None else eps)
+    if eps is None:
+        ret = mod.fused_add_rmsnorm(inp.tensor, res.tensor, w.tensor)
+    else:
+        ret = mod.fused_add_rmsnorm(inp.tensor, res.tensor, w.tensor, eps)
+    problems = [] if ret is None else [f"returned {type(ret).__name__}, expected None (in place)"]
+    problems += compare("input (normalised)", inp.tensor, want_out, tol)
+    problems += compare("residual (sum)", res.tensor, want_res, tol)
+    if not inp.unchanged_outside():
+        problems.append("wrote outside input")
+    if not res.unchanged_outside():
+        problems.append("wrote outside residual")
+    if not w.unchanged():
+        problems.append("changed weight")
+    return problems
+
+
+def merge_case(mod, dtype, tokens: int, heads: int, head_size: int, layouts: tuple, gen, tol, lse_tol) -> list[str]:
+    la, lb, lo, s_given = layouts
+    width, split = heads * head_size, (heads, head_size)
+    v_a = Buffer((tokens, width), dtype, la, normal, gen, split)
+    v_b = Buffer((tokens, width), dtype, lb, normal, gen, split)
+    lse_a, lse_b = lse_pair(tokens, heads, gen)
+    s_a = Buffer((tokens, heads), torch.float32, "contiguous", lse_a, gen)
+    s_b = Buffer((tokens, heads), torch.float32, "contiguous", lse_b, gen)
+    want_v, want_s = ref_merge_state(v_a.tensor, s_a.tensor, v_b.tensor, s_b.tensor)
+    v_out = Buffer((tokens, width), dtype, lo, NAN, gen, split) if lo else None
+    s_out = Buffer((tokens, heads), torch.float32, "contiguous", NAN, gen) if s_given else None
+    ret = mod.merge_state_v2(v_a.tensor, s_a.tensor, v_b.tensor, s_b.tensor,
+                             v_merged=v_out.tensor if v_out else None, s_merged=s_out.tensor if s_out else None)
+    if not isinstance(ret, tuple) or len(ret) != 2:
+        return [f"returned {type(ret).__name__}, expected (v_merged, s_merged)"]
+    v, s = ret
+    problems = expect_tensor("v_merged", v, (tokens, heads, head_size), dtype)
+    problems += expect_tensor("s_merged", s, (tokens, heads), torch.float32)
+    for given, got, what in ((v_out, v, "v_merged"), (s_out, s, "s_merged")):
+        if given is None:
+            continue
+        if got.data_ptr() != given.tensor.data_ptr():
+            problems.append(f"did not return the {what} it was given")
+        if not given.unchanged_outside():
+            problems.append(f"wrote outside {what}")
+    problems += compare("v_merged", v, want_v, tol)
+    problems += compare("s_merged", s, want_s, lse_tol)
+    for buf, what in ((v_a, "v_a"), (v_b, "v_b"), (s_a, "s_a"), (s_b, "s_b")):
+        if not buf.unchanged():
+            problems.append(f"changed {what}")
+    return problems
+
+
+def other_cases(mod, gen) -> list[tuple[str, Callable[[], list[str]]]]:
+    """Calls outside the main grids: empty inputs, sgl_kernel's positional forms, LSEs not in float32."""
+    bf16 = torch.bfloat16
+
+    def empty_inputs():
+        problems = []
+        out = mod.silu_and_mul(torch.randn(0, 256, device="cuda", dtype=bf16))
+        problems += expect_tensor("silu out", out, (0, 128), bf16)
+        inp, res = torch.randn(0, 64, device="cuda", dtype=bf16), torch.randn(0, 64, device="cuda", dtype=bf16)
+        mod.fused_add_rmsnorm(inp, res, torch.randn(64, device="cuda", dtype=bf16))
+        v = torch.randn(0, 4, 64, device="cuda", dtype=bf16)
+        s = torch.randn(0, 4, device="cuda")
+        v_m, s_m = mod.merge_state_v2(v, s, v, s)
+        problems += expect_tensor("v_merged", v_m, (0, 4, 64), bf16) + expect_tensor("s_merged", s_m, (0, 4), torch.float32)
+        torch.cuda.synchronize()
+        return problems
+
+    def sgl_kernel_forms():
+        # silu_and_mul(input, out), fused_add_rmsnorm(input, residual, weight, eps, enable_pdl=...):
+        # enable_pdl is accepted and changes nothing.
+        x = torch.randn(16, 2 * 1024, generator=gen, device="cuda").to(bf16)
+        out = torch.full((16, 1024), NAN, device="cuda", dtype=bf16)
+        problems = [] if mod.silu_and_mul(x, out).data_ptr() == out.data_ptr() else ["silu_and_mul(x, out) returned another tensor"]
+        if not same_bits(out, mod.silu_and_mul(x)):
+            problems.append("silu_and_mul(x, out) differs from silu_and_mul(x)")
+        inp = Buffer((16, 1024), bf16, "contiguous", rms_input, gen).tensor
+        res = Buffer((16, 1024), bf16, "contiguous", rms_residual, gen).tensor
+        w = Buffer((1024,), bf16, "contiguous", rms_weight, gen).tensor
+        results = []
+        for pdl in (None, True, False):
+            a, b = inp.clone(), res.clone()
+            mod.fused_add_rmsnorm(a, b, w, 1e-6, enable_pdl=pdl)
+            results.append((a, b))
+        if not all(same_bits(a, results[0][0]) and same_bits(b, results[0][1]) for a, b in results):
+            problems.append("enable_pdl changed the result")
+        return problems
+
+    def lse_not_float32():
+        # sgl_kernel takes the LSEs in float32 and converts others: the same result as converting first.
+        v_a = torch.randn(8, 4, 64, generator=gen, device="cuda").to(bf16)
+        v_b = torch.randn(8, 4, 64, generator=gen, device="cuda").to(bf16)
+        s_a, s_b = (s.to(bf16) for s in lse_pair(8, 4, gen, edge_cases=False))
+        got = mod.merge_state_v2(v_a, s_a, v_b, s_b)
+        want = mod.merge_state_v2(v_a, s_a.float(), v_b, s_b.float())
+        return [] if same_bits(got[0], want[0]) and same_bits(got[1], want[1]) else ["bfloat16 LSEs give another result"]
+
+    return [("empty inputs", empty_inputs), ("sgl_kernel's call forms", sgl_kernel_forms),
+            ("merge_state_v2 with bfloat16 LSEs", lse_not_float32)]
+
+
+def test_correctness(mod, root: Path, report: Report) -> None:
+    gen = torch.Generator(device="cuda").manual_seed(SEED)
+    silu_tol = spec_tolerances(root, "silu_and_mul")
+    rms_tol = spec_tolerances(root, "fused_add_rmsnorm")
+    merge_tol = spec_tolerances(root, "merge_attn_states_lse")
+    lse_tol = merge_tol[torch.float32]  # the LSEs are float32 whatever the values' dtype
+
+    report.section("1. correctness against float64 PyTorch references (spec.json tolerances)")
+    for name in DTYPE_NAMES:
+        dtype = dtype_of(name)
+        for lead, d in SILU_SHAPES:
+            for in_layout, out_layout in SILU_LAYOUTS:
+                if "every_other_row" in (in_layout, out_layout) and len(lead) != 1:
+                    continue  # rows of a 3-D view with skipped rows are not evenly spaced: an error case below
+                label = f"silu_and_mul {name} input {list(lead) + [2 * d]} {in_layout}, out {out_layout or 'allocated'}"
+                report.run(label, lambda: silu_case(mod, dtype, lead, d, in_layout, out_layout, gen, silu_tol[dtype]))
+    report.end_section("silu_and_mul")
+    for name in DTYPE_NAMES:
+        dtype = dtype_of(name)
+        for tokens, hidden in RMS_SHAPES:
+            for layouts in RMS_LAYOUTS:
+                label = (f"fused_add_rmsnorm {name} [{tokens}, {hidden}] input {layouts[0]}, residual {layouts[1]}, "
+                         f"weight {layouts[2]}, eps {layouts[3] or 'default'}")
+                report.run(label, lambda: rmsnorm_case(mod, dtype, tokens, hidden, layouts, gen, rms_tol[dtype]))
+    report.end_section("fused_add_rmsnorm")
+    for name in DTYPE_NAMES:
+        dtype = dtype_of(name)
+        for tokens, heads, head_size in MERGE_SHAPES:
+            for layouts in MERGE_LAYOUTS:
+                label = (f"merge_state_v2 {name} [{tokens}, {heads}, {head_size}] v_a {layouts[0]}, v_b {layouts[1]}, "
+                         f"v_merged {layouts[2] or 'allocated'}, s_merged {'given' if layouts[3] else 'allocated'}")
+                report.run(label, lambda: merge_case(mod, dtype, tokens, heads, head_size, layouts, gen,
+                                                     merge_tol[dtype], lse_tol))
+    report.end_section("merge_state_v2")
+    for label, check in other_cases(mod, gen):
+        report.run(label, check)
+    report.end_section("other calls")
+
+
+# ---- 2. errors ------------------------------------------------------------------------------------
+
+def raises(expected: type, call: Callable[[], object], watched: list) -> list[str]:
+    """The call must raise `expected` with a message and leave every watched tensor as it was."""
+    before = [t.clone() for t in watched]
+    try:
+        call()
+    except expected as e:
+        if not str(e).strip():
+            return [f"{expected.__name__} without a message"]
+    except Exception as e:
+        return [f"raised {type(e).__name__} instead of {expected.__name__}: {first_line(e)}"]
+    else:
+        return [f"did not raise {expected.__name__}"]
+    torch.cuda.synchronize()
+    return [f"changed tensor {i} although it raised" for i, (t, b) in enumerate(zip(watched, before)) if not same_bits(t, b)]
+
+
+def test_errors(mod, report: Report) -> None:
+    report.section("2. errors: TypeError for dtypes, ValueError for devices, shapes and layouts; nothing written")
+    gen = torch.Generator(device="cuda").manual_seed(SEED + 1)
+    bf16, dev = torch.bfloat16, "cuda"
+
+    def rnd(*shape, dtype=bf16):
+        return torch.randn(*shape, generator=gen, device=dev).to(dtype)
+
+    def nan(*shape, dtype=bf16):
+        return torch.full(shape, NAN, device=dev, dtype=dtype)
+
+    x, out = rnd(4, 128), nan(4, 64)
+    silu = [
+        ("int32 input", TypeError, lambda: mod.silu_and_mul(torch.randint(1, 9, (4, 128), device=dev, dtype=torch.int32), out), [out]),
+        ("float64 input", TypeError, lambda: mod.silu_and_mul(x.double(), out), [out]),
+        ("CPU input", ValueError, lambda: mod.silu_and_mul(x.cpu(), out), [out]),
+        ("odd last dimension", ValueError, lambda: mod.silu_and_mul(rnd(4, 127), out), [out]),
+        ("transposed input (last dimension not contiguous)", ValueError, lambda: mod.silu_and_mul(rnd(128, 4).t(), out), [out]),
+        ("rows not evenly spaced (3-D, every other row)", ValueError,
+         lambda: mod.silu_and_mul(rnd(4, 5, 128)[::2], nan(2, 5, 64)), []),
+        ("broadcast rows (row stride 0)", ValueError, lambda: mod.silu_and_mul(rnd(1, 128).expand(4, 128), out), [out]),
+        ("out of the wrong shape", ValueError, lambda: mod.silu_and_mul(x, nan(4, 65)), [x]),
+        ("out of another dtype", TypeError, lambda: mod.silu_and_mul(x, out.half()), [x]),
+        ("out on the CPU", ValueError, lambda: mod.silu_and_mul(x, out.cpu()), [x]),
+        ("out overlapping input", ValueError, lambda: mod.silu_and_mul(x, x[:, :64]), [x]),
+    ]
+    inp, res, w = rnd(4, 256), rnd(4, 256), rnd(256)
+    rmsnorm = [
+        ("int32 input", TypeError,
+         lambda: mod.fused_add_rmsnorm(torch.randint(1, 9, (4, 256), device=dev, dtype=torch.int32), res, w), [res]),
+        ("float64 tensors", TypeError, lambda: mod.fused_add_rmsnorm(inp.double(), res.double(), w.double()), [inp, res]),
+        ("CPU input", ValueError, lambda: mod.fused_add_rmsnorm(inp.cpu(), res, w), [inp, res]),
+        ("CPU weight", ValueError, lambda: mod.fused_add_rmsnorm(inp, res, w.cpu()), [inp, res]),
+        ("weight of the wrong length", ValueError, lambda: mod.fused_add_rmsnorm(inp, res, rnd(255)), [inp, res]),
+        ("residual of another shape", ValueError, lambda: mod.fused_add_rmsnorm(inp, rnd(4, 255), w), [inp]),
+        ("weight of another dtype", TypeError, lambda: mod.fused_add_rmsnorm(inp, res, w.half()), [inp, res]),
+        ("transposed input", ValueError, lambda: mod.fused_add_rmsnorm(rnd(256, 4).t(), res, w), [res]),
+        ("3-D input", ValueError, lambda: mod.fused_add_rmsnorm(rnd(2, 2, 256), res.view(2, 2, 256), w), [res]),
+        ("input and residual the same tensor", ValueError, lambda: mod.fused_add_rmsnorm(inp, inp, w), [inp]),
+        ("weight not contiguous", ValueError, lambda: mod.fused_add_rmsnorm(inp, res, rnd(512)[::2]), [inp, res]),
+    ]
+    v_a, v_b, s_a, s_b = rnd(4, 8, 64), rnd(4, 8, 64), rnd(4, 8, dtype=torch.float32), rnd(4, 8, dtype=torch.float32)
+    v_m, s_m = nan(4, 8, 64), nan(4, 8, dtype=torch.float32)
+    outs = [v_m, s_m]
+
+    def merge(va=v_a, sa=s_a, vb=v_b, sb=s_b, vm=v_m, sm=s_m):
+        return lambda: mod.merge_state_v2(va, sa, vb, sb, vm, sm)
+
+    merge_cases = [
+        ("int32 values", TypeError, merge(va=v_a.to(torch.int32), vb=v_b.to(torch.int32)), outs),
+        ("float64 values", TypeError, merge(va=v_a.double(), vb=v_b.double(), vm=v_m.double()), outs),
+        ("CPU v_a", ValueError, merge(va=v_a.cpu()), outs),
+        ("CPU s_b", ValueError, merge(sb=s_b.cpu()), outs),
+        ("v_b of another shape", ValueError, merge(vb=rnd(4, 8, 32)), outs),
+        ("v_b of another dtype", TypeError, merge(vb=v_b.half()), outs),
+        ("s_a of the wrong shape", ValueError, merge(sa=rnd(4, 7, dtype=torch.float32)), outs),
+        ("integer LSE", TypeError, merge(sa=s_a.to(torch.int32)), outs),
+        ("s_a not contiguous", ValueError, merge(sa=rnd(8, 4, dtype=torch.float32).t()), outs),
+        ("heads and head_size not contiguous", ValueError, merge(va=rnd(4, 64, 8).transpose(1, 2)), outs),
+        ("2-D v_a", ValueError, merge(va=rnd(4, 512)), outs),
+        ("v_merged of the wrong shape", ValueError, merge(vm=nan(4, 8, 32)), [s_m]),
+        ("s_merged in float16", TypeError, merge(sm=nan(4, 8, dtype=torch.float16)), [v_m]),
+        ("v_merged overlapping v_a", ValueError, merge(vm=v_a), [v_a, s_m]),
+    ]
+    variant = [
+        ("unknown op", ValueError, lambda: mod.variant("gelu_and_mul", bf16, 1, 4096), []),
+        ("int32 dtype", TypeError, lambda: mod.variant("silu_and_mul", torch.int32, 1, 4096), []),
+    ]
+    for op, cases in (("silu_and_mul", silu), ("fused_add_rmsnorm", rmsnorm), ("merge_state_v2", merge_cases),
+                      ("variant", variant)):
+        for label, expected, call, watched in cases:
+            report.run(f"{op}: {label} -> {expected.__name__}", lambda: raises(expected, call, watched))
+    report.end_section("errors")
+
+
+# ---- 3. CUDA graphs -------------------------------------------------------------------------------
+
+def capture(step: Callable[[], object]):
+    """step() captured in a CUDA graph after warm-up calls on a side stream, as PyTorch asks."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        result = step()
+    return graph, result
+
+
+def graph_silu(mod, dtype, tokens: int, d: int, gen) -> list[str]:
+    x = normal(tokens * 2 * d, gen).to(dtype).view(tokens, 2 * d)
+    out = torch.full((tokens, d), NAN, device="cuda", dtype=dtype)
+    graph, (_, allocated) = capture(lambda: (mod.silu_and_mul(x, out), mod.silu_and_mul(x)))
+    problems = []
+    for round_ in range(2):  # new values each round: the graph must read the inputs' current contents
+        x.copy_(normal(x.numel(), gen).view_as(x))
+        want = mod.silu_and_mul(x.clone())
+        out.fill_(NAN)
+        allocated.fill_(NAN)
+        graph.replay()
+        torch.cuda.synchronize()
+        if not same_bits(out, want):
+            problems.append(f"round {round_}: replay into out differs from eager")
+        if not same_bits(allocated, want):
+            problems.append(f"round {round_}: replay's allocated output differs from eager")
+    return problems
+
+
+def graph_rmsnorm(mod, dtype, tokens: int, hidden: int, gen) -> list[str]:
+    inp = torch.empty(tokens, hidden, device="cuda", dtype=dtype)
+    res = torch.empty_like(inp)
+    w = rms_weight(hidden, gen).to(dtype)
+    inp.copy_(rms_input(inp.numel(), gen).view_as(inp))
+    res.copy_(rms_residual(res.numel(), gen).view_as(res))
+    graph, _ = capture(lambda: mod.fused_add_rmsnorm(inp, res, w))
+    problems = []
+    for round_ in range(2):
+        a0 = rms_input(inp.numel(), gen).to(dtype).view_as(inp)
+        b0 = rms_residual(res.numel(), gen).to(dtype).view_as(res)
+        want_a, want_b = a0.clone(), b0.clone()
+        mod.fused_add_rmsnorm(want_a, want_b, w)
+        inp.copy_(a0)
+        res.copy_(b0)
+        graph.replay()
+        torch.cuda.synchronize()
+        if not same_bits(inp, want_a):
+            problems.append(f"round {round_}: replayed input differs from eager")
+        if not same_bits(res, want_b):
+            problems.append(f"round {round_}: replayed residual differs from eager")
+    return problems
+
+
+def graph_merge(mod, dtype, tokens: int, heads: int, head_size: int, gen) -> list[str]:
+    shape = (tokens, heads, head_size)
+    v_a = normal(math.prod(shape), gen).to(dtype).view(shape)
+    v_b = normal(math.prod(shape), gen).to(dtype).view(shape)
+    s_a, s_b = lse_pair(tokens, heads, gen)
+    v_m = torch.full(shape, NAN, device="cuda", dtype=dtype)
+    s_m = torch.full((tokens, heads), NAN, device="cuda")
+    graph, (_, allocated) = capture(lambda: (mod.merge_state_v2(v_a, s_a, v_b, s_b, v_m, s_m),
+                                             mod.merge_state_v2(v_a, s_a, v_b, s_b)))
+    problems = []
+    for round_ in range(2):
+        v_a.copy_(normal(v_a.numel(), gen).view(shape))
+        new_a, new_b = lse_pair(tokens, heads, gen)
+        s_a.copy_(new_a)
+        s_b.copy_(new_b)
+        want = mod.merge_state_v2(v_a.clone(), s_a.clone(), v_b.clone(), s_b.clone())
+        for t in (v_m, s_m, *allocated):
+            t.fill_(NAN)
+        graph.replay()
+        torch.cuda.synchronize()
+        for got, what in ((v_m, "v_merged"), (s_m, "s_merged")):
+            if not same_bits(got, want[0 if what == "v_merged" else 1]):
+                problems.append(f"round {round_}: replayed {what} differs from eager")
+        if not (same_bits(allocated[0], want[0]) and same_bits(allocated[1], want[1])):
+            problems.append(f"round {round_}: replay's allocated outputs differ from eager")
+    return problems
+
+
+def test_graphs(mod, report: Report) -> None:
+    report.section("3. CUDA graphs: capture on a side stream, replay, compare bitwise with eager")
+    gen = torch.Generator(device="cuda").manual_seed(SEED + 2)
+    for name in DTYPE_NAMES:
+        dtype = dtype_of(name)
+        for tokens, d in ((64, 4096), (7, 1000)):
+            report.run(f"silu_and_mul {name} [{tokens}, {2 * d}]", lambda: graph_silu(mod, dtype, tokens, d, gen))
+        for tokens, hidden in ((64, 4096), (7, 1000)):
+            report.run(f"fused_add_rmsnorm {name} [{tokens}, {hidden}]",
+                       lambda: graph_rmsnorm(mod, dtype, tokens, hidden, gen))
+        for tokens, heads, head_size in ((64, 32, 128), (7, 40, 96)):
+            report.run(f"merge_state_v2 {name} [{tokens}, {heads}, {head_size}]",
+                       lambda: graph_merge(mod, dtype, tokens, heads, head_size, gen))
+    report.end_section("CUDA graphs")
+
+
+# ---- 4. timing ------------------------------------------------------------------------------------
+
+@dataclass
+class Timing:
+    cold_reps: int
+    cold_warmup: int
+    graph_calls: int
+    graph_replays: int
+
+
+def time_cold(fn: Callable[[], object], t: Timing, flush) -> float:
+    """Median microseconds of one call with a cold L2: 256 MiB written before each call, each call
+    between its own pair of events. The GPU then spins for SLEEP_CYCLES, so that the call is enqueued
+    before the start event is reached: the events time the GPU's work, not the CPU's launch overhead
+    (which CUDA graphs remove in serving engines, and which the graph mode leaves out too)."""
+    sleep = getattr(torch.cuda, "_sleep", None)  # private but long-standing; without it, launch overhead counts
+    for _ in range(t.cold_warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(t.cold_reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(t.cold_reps)]
+    for i in range(t.cold_reps):
+        flush.fill_(i & 0x7F)
+        if sleep is not None:
+            sleep(SLEEP_CYCLES)
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1000.0
+
+
+def time_graph(fn: Callable[[], object], t: Timing) -> float:
+    """Median microseconds per call of a CUDA graph of graph_calls calls back to back (no launch
+    overhead; the inputs may stay in L2 between calls, as in a model's layers)."""
+    def calls():
+        for _ in range(t.graph_calls):
+            fn()  # outputs dropped at once, as a model's layers would reuse the memory
+
+    graph, _ = capture(calls)
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(t.graph_replays)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(t.graph_replays)]
+    for i in range(t.graph_replays):
+        starts[i].record()
+        graph.replay()
+        ends[i].record()
+    torch.cuda.synchronize()
+    per_call = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1000.0 / t.graph_calls
+    del graph
+    return per_call
+
+
+@dataclass
+class BenchCase:
+    op: str            # the binding's name, as variant() takes it
+    dtype: object
+    shape: tuple
+    tokens: int
+    width: int         # d, hidden or heads: what variant() takes
+    bytes: int         # bytes one call reads and writes
+    ktune: Callable[[], object]
+    plain: Callable    # the plain PyTorch function (eager, and what torch.compile compiles)
+    args: tuple
+
+
+def bench_cases(mod, quick: bool, gen) -> list[BenchCase]:
+    dtypes = [torch.bfloat16] if quick else [torch.bfloat16, torch.float16]
+    silu_shapes = [(1, 11008), (2048, 11008)] if quick else [(1, 11008), (64, 11008), (2048, 11008), (8192, 14336)]
+    rms_shapes = [(1, 4096), (2048, 4096)] if quick else [(1, 4096), (64, 4096), (2048, 4096), (2048, 8192)]
+    merge_shapes = [(1, 32, 128), (8192, 32, 128)] if quick else [(1, 32, 128), (512, 32, 128), (8192, 32, 128)]
+    cases = []
+    for dtype in dtypes:
+        e = torch.tensor([], dtype=dtype).element_size()
+        for tokens, d in silu_shapes:
+            x = normal(tokens * 2 * d, gen).to(dtype).view(tokens, 2 * d)
+            cases.append(BenchCase("silu_and_mul", dtype, (tokens, 2 * d), tokens, d, 3 * tokens * d * e,
+                                   lambda x=x: mod.silu_and_mul(x), silu_and_mul_torch, (x,)))
+        for tokens, hidden in rms_shapes:
+            x = rms_input(tokens * hidden, gen).to(dtype).view(tokens, hidden)
+            r = rms_residual(tokens * hidden, gen).to(dtype).view(tokens, hidden)
+            w = rms_weight(hidden, gen).to(dtype)
+            kx, kr = x.clone(), r.clone()  # ktune works in place: its own copies of the same values
+            cases.append(BenchCase("fused_add_rmsnorm", dtype, (tokens, hidden), tokens, hidden,
+                                   (4 * tokens + 1) * hidden * e,
+                                   lambda kx=kx, kr=kr, w=w: mod.fused_add_rmsnorm(kx, kr, w),
+                                   fused_add_rmsnorm_torch, (x, r, w)))
+        for tokens, heads, head_size in merge_shapes:
+            shape = (tokens, heads, head_size)
+            v_a = normal(math.prod(shape), gen).to(dtype).view(shape)
+            v_b = normal(math.prod(shape), gen).to(dtype).view(shape)
+            s_a, s_b = lse_pair(tokens, heads, gen, edge_cases=False)
+            cases.append(BenchCase("merge_state_v2", dtype, shape, tokens, heads,
+                                   3 * math.prod(shape) * e + 3 * tokens * heads * 4,
+                                   lambda v_a=v_a, s_a=s_a, v_b=v_b, s_b=s_b: mod.merge_state_v2(v_a, s_a, v_b, s_b),
+                                   merge_state_torch, (v_a, s_a, v_b, s_b)))
+    return cases
+
+
+def allow_recompiles() -> None:
+    """Every shape and dtype compiles its own graph (dynamic=False); the default limit of 8 per function
+    would silently send the later ones back to eager."""
+    config = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(config, name):
+            setattr(config, name, max(getattr(config, name), 256))
+
+
+def cell(value, fmt: str, unit: str = "") -> str:
+    return "n/a" if value is None else format(value, fmt) + unit
+
+
+def test_timing(mod, args, report: Report, results: dict) -> None:
+    report.section("4. timing: ktune vs eager PyTorch vs torch.compile (median microseconds per call)")
+    t = Timing(cold_reps=30, cold_warmup=5, graph_calls=20, graph_replays=10) if args.quick else \
+        Timing(cold_reps=100, cold_warmup=10, graph_calls=20, graph_replays=20)
+    print(f"cold: {t.cold_reps} calls, each after {FLUSH_BYTES >> 20} MiB written to flush L2 and a GPU-side wait that "
+          f"hides the launch, {t.cold_warmup} warm-up calls; graph: {t.graph_calls} calls per CUDA graph, "
+          f"{t.graph_replays} timed replays")
+    gen = torch.Generator(device="cuda").manual_seed(SEED + 3)
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    compile_error = "disabled by --no-compile" if args.no_compile else None
+    compiled: dict[str, Callable] = {}
+    if compile_error is None:
+        try:
+            allow_recompiles()
+        except Exception as e:
+            compile_error = f"{type(e).__name__}: {first_line(e)}"
+            print(f"torch.compile unavailable: {compile_error}")
+
+    header = (f"{'op':<18} {'dtype':<5} {'shape':<17} {'mode':<5} {'ktune us':>9} {'eager us':>9} {'compile us':>10} "
+              f"{'ktune GB/s':>10} {'vs eager':>9} {'vs compile':>10}")
+    print(header)
+    print("-" * len(header))
+    rows, variants = [], []
+    for case in bench_cases(mod, args.quick, gen):
+        dname = name_of(case.dtype)
+        shape = "[" + ", ".join(map(str, case.shape)) + "]"
+        variant_id, source = mod.variant(case.op, case.dtype, case.tokens, case.width)
+        variants.append(f"{case.op:<18} {dname:<5} {shape:<17} -> {variant_id or '(general configuration)'}: {source}")
+        if compile_error is None and case.op not in compiled:
+            compiled[case.op] = torch.compile(case.plain, dynamic=False)
+        impls = {"ktune": case.ktune, "eager": lambda c=case: c.plain(*c.args)}
+        if compile_error is None:
+            impls["compile"] = lambda c=case: compiled[c.op](*c.args)
+        for mode in ("cold", "graph"):
+            times = {}
+            for impl, fn in impls.items():
+                if impl == "compile" and compile_error is not None:
+                    continue
+                try:
+                    times[impl] = time_cold(fn, t, flush) if mode == "cold" else time_graph(fn, t)
+                except Exception as e:
+                    reason = f"{type(e).__name__}: {first_line(e)}"
+                    if impl == "compile" and mode == "cold":  # compiling failed: the environment lacks something
+                        compile_error = reason
+                        print(f"torch.compile unavailable: {reason}")
+                    elif impl == "compile":
+                        times[impl] = None
+                        print(f"torch.compile'd {case.op} could not be captured in a CUDA graph: {reason}")
+                    else:
+                        report.run(f"timing {impl} {case.op} {dname} {shape} {mode}", lambda r=reason: [f"raised {r}"])
+            k, eg, cp = times.get("ktune"), times.get("eager"), times.get("compile")
+            row = {"op": case.op, "dtype": dname, "shape": list(case.shape), "mode": mode, "ktune_us": k, "eager_us": eg,
+                   "compile_us": cp, "ktune_GBps": case.bytes / (k * 1e3) if k else None,
+                   "speedup_vs_eager": eg / k if k and eg else None, "speedup_vs_compile": cp / k if k and cp else None,
+                   "variant": variant_id, "variant_source": source}
+            rows.append(row)
+
+            print(f"{case.op:<18} {dname:<5} {shape:<17} {mode:<5} {cell(k, '.2f'):>9} {cell(eg, '.2f'):>9} "
+                  f"{cell(cp, '.2f'):>10} {cell(row['ktune_GBps'], '.0f'):>10} "
+                  f"{cell(row['speedup_vs_eager'], '.2f', 'x'):>9} {cell(row['speedup_vs_compile'], '.2f', 'x'):>10}",
+                  flush=True)
+    if compile_error is not None:
+        print(f"torch.compile column: unavailable ({compile_error})")
+    print("\nktune variants (module.variant(op, dtype, tokens, width)):")
+    for line in variants:
+        print("  " + line)
+    results["bench"] = rows
+    results["bench_settings"] = vars(t)
+    results["torch_compile"] = compile_error or "ok"
+
+
+# ---- main -----------------------------------------------------------------------------------------
+
+def environment() -> dict:
+    props = torch.cuda.get_device_properties(0)
+    return {
+        "device": props.name,
+        "capability": f"{props.major}.{props.minor}",
+        "multiprocessors": props.multi_processor_count,
+        "l2_bytes": getattr(props, "L2_cache_size", None),
+        "torch": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "python": sys.version.split()[0],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Checks and times ktune_torch against plain PyTorch.")
+    parser.add_argument("--quick", action="store_true", help="fewer timed shapes and repetitions (bf16 only)")
+    parser.add_argument("--json", metavar="PATH", help="write the environment, the checks and the timings here")
+    parser.add_argument("--no-bench", action="store_true", help="correctness, errors and graphs only")
+    parser.add_argument("--no-compile", action="store_true", help="leave torch.compile out of the timing")
+    parser.add_argument("--verbose", action="store_true", help="print every passing check and the build commands")
+    args = parser.parse_args()
+
+    if torch is None:
+        print(f"SKIPPED: PyTorch is not importable ({TORCH_ERROR})")
+        return 0
+    if not torch.cuda.is_available():
+        why = "PyTorch is built without CUDA" if torch.version.cuda is None else "torch.cuda.is_available() is False"
+        print(f"SKIPPED: no CUDA device ({why}; PyTorch {torch.__version__})")
+        return 0
+
+    # build.py beside this file, by path: a `build` package on sys.path (PyPA's) must not shadow it.
+    spec = importlib.util.spec_from_file_location("ktune_torch_build", EXAMPLE_DIR / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+
+    report = Report(args.verbose)
+    results: dict = {"environment": environment()}
+    env = results["environment"]
+    print(f"device: {env['device']} (sm_{env['capability'].replace('.', '')}, {env['multiprocessors']} SMs), "
+          f"PyTorch {env['torch']} (CUDA {env['torch_cuda']}), Python {env['python']}")
+    started = time.perf_counter()
+    try:
+        root = build.source_dir()
+        mod = build.load_ktune_torch(verbose=args.verbose)
+    except Exception as e:
+        print(f"FAIL build: {type(e).__name__}: {e}")
+        print("0 passed, 1 failed")
+        return 1
+
+    test_correctness(mod, root, report)
+    test_errors(mod, report)
+    test_graphs(mod, report)
+    if not args.no_bench:
+        try:
+            test_timing(mod, args, report, results)
+        except Exception as e:  # a failure of the harness itself: say so, count it
+            report.run("timing", lambda: [f"raised {type(e).__name__}: {first_line(e)}"])
+
+    results["checks"] = {"passed": report.passed, "failed": report.failures}
+    if args.json:
+        try:
+            Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+            print(f"\nwrote {args.json}")
+        except OSError as e:
+            report.run(f"write {args.json}", lambda: [f"{type(e).__name__}: {e}"])
+    print(f"\n{time.perf_counter() - started:.0f} s")
+    if report.failures:
+        print(f"{len(report.failures)} failed checks:")
+        for failure in report.failures:
+            print(f"  {failure}")
+    print(f"{report.passed} passed, {len(report.failures)} failed")
+    return 1 if report.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
