@@ -26,8 +26,8 @@ Writes the parts of DIR/OP/ (default kernels/OP/) that follow from the original 
 alone, exactly as `ktune agent` derives them: spec.json, args.hpp, original.cuh, harness.hpp,
 family_base.cuh, OP.hpp, OP.cuh and OP.cu (generator/derive/README.md). The two files a person or an LLM
 writes, space.hpp and family.cuh, are never touched. Once space.hpp exists, the default-only tuned table
-tuned.cuh is written too (its space hash comes from compiling space.hpp with the toolchain's nvcc); an
-existing tuned.cuh is kept, since a tune may have written it.
+tuned.cuh is derived too (its space hash comes from compiling space.hpp with the toolchain's nvcc); a
+tuned.cuh with tuned rows is kept, since a tune wrote it.
 
   --spec FILE        spec.json of the op (docs/kernel-folder.md)
   --name OP          the op's name (lowercase identifier; the spec's "op")
@@ -66,6 +66,15 @@ Options parse(const std::vector<std::string>& args) {
   if (o.op.empty()) throw std::invalid_argument("--name OP is required");
   o.source = positional[0];
   return o;
+}
+
+/// Whether `path` is a tuned table a tune wrote (one with rows): that one is never replaced. A missing table,
+/// or one before the first tune, is derived from space.hpp like the other files.
+bool has_tuned_rows(const fs::path& path) {
+  if (!fs::exists(path)) return false;
+  std::string err;
+  const std::string text = read_file(path, err);
+  return !err.empty() || text.find("inline constexpr std::nullptr_t entries = nullptr;") == std::string::npos;
 }
 
 /// The default-only tuned table of folder/space.hpp, from the space probe; empty `error` on success.
@@ -129,7 +138,7 @@ int derive_command(const std::vector<std::string>& args) {
 
   const fs::path folder = o.kernels_dir / o.op;
   const bool has_space = fs::exists(folder / "space.hpp");
-  if (has_space && !fs::exists(folder / "tuned.cuh")) {
+  if (has_space && !has_tuned_rows(folder / "tuned.cuh")) {
     DerivedFile table = default_table_of(o, folder, err);
     if (!err.empty()) return fail(err);
     derived.files.push_back(std::move(table));
@@ -147,7 +156,7 @@ int derive_command(const std::vector<std::string>& args) {
     if (read_file(path, read_err) == f.content && read_err.empty()) continue;
     if (!o.force)
       return fail(path.string() + " exists and differs from what S and the spec give now; pass --force to replace the "
-                                  "derived files (space.hpp, family.cuh and tuned.cuh are never replaced)");
+                                  "derived files (space.hpp, family.cuh and a tuned.cuh with tuned rows are never replaced)");
     to_write.push_back(&f);
   }
   for (const DerivedFile* f : to_write)

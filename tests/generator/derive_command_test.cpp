@@ -1,7 +1,7 @@
 // tests/generator/derive_command_test.cpp: `ktune derive` (generator/derive/command.hpp) on the tutorial's
 // op (examples/03_your_own_kernel): the derived files it writes are the ones the example commits (so the
 // tutorial cannot drift from the generator), the default tuned table once space.hpp exists (space probe
-// with the build's nvcc), nothing rewritten when nothing changed, --force needed to replace a derived file
+// with the build's nvcc) and never a table with tuned rows, nothing rewritten when nothing changed, --force needed to replace a derived file
 // that differs, the hand-written files never touched, and clear failures that change nothing.
 #include <gtest/gtest.h>
 
@@ -67,7 +67,7 @@ TEST_F(DeriveCommand, WritesTheDerivedFilesTheTutorialCommits) {
   EXPECT_FALSE(fs::exists(folder() / "tuned.cuh")) << "no tuned table before space.hpp exists";
 }
 
-TEST_F(DeriveCommand, WritesTheDefaultTableOnceSpaceHppExistsAndNeverTouchesTheHandWrittenFiles) {
+TEST_F(DeriveCommand, DerivesTheDefaultTableFromSpaceHppAndNeverTouchesHandWrittenFilesOrATunedTable) {
   put(folder() / "space.hpp", slurp(committed / "space.hpp"));
   put(folder() / "family.cuh", "// a family in progress\n");
   ASSERT_EQ(derive(), 0);
@@ -77,10 +77,21 @@ TEST_F(DeriveCommand, WritesTheDefaultTableOnceSpaceHppExistsAndNeverTouchesTheH
   EXPECT_EQ(slurp(folder() / "family.cuh"), "// a family in progress\n");
   EXPECT_EQ(slurp(folder() / "space.hpp"), slurp(committed / "space.hpp"));
 
-  // An existing tuned table is kept: a tune may have written it.
-  put(folder() / "tuned.cuh", "// tuned\n");
-  ASSERT_EQ(derive(), 0);
-  EXPECT_EQ(slurp(folder() / "tuned.cuh"), "// tuned\n");
+  // A changed space gives another default table: derived like the other files, so replaced with --force.
+  std::string space = slurp(committed / "space.hpp");
+  const std::string rows = R"(ktune::param("rpb", "rows", {1, 2, 4, 8}))";
+  ASSERT_NE(space.find(rows), std::string::npos);
+  put(folder() / "space.hpp", space.replace(space.find(rows), rows.size(), R"(ktune::param("rpb", "rows", {1, 2, 4}))"));
+  EXPECT_EQ(derive(), 1);
+  EXPECT_EQ(slurp(folder() / "tuned.cuh"), table);
+  ASSERT_EQ(derive({"--force"}), 0);
+  EXPECT_NE(slurp(folder() / "tuned.cuh"), table);
+  EXPECT_NE(slurp(folder() / "tuned.cuh").find("entries = nullptr"), std::string::npos);
+
+  // A table with tuned rows is kept, --force or not: a tune wrote it.
+  put(folder() / "tuned.cuh", "// tuned rows\n");
+  ASSERT_EQ(derive({"--force"}), 0);
+  EXPECT_EQ(slurp(folder() / "tuned.cuh"), "// tuned rows\n");
 }
 
 TEST_F(DeriveCommand, RewritesNothingUnchangedAndNeedsForceToReplaceAChangedDerivedFile) {
