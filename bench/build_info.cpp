@@ -21,7 +21,6 @@ const BuildInfo& build_info() {
     b.version = KTUNE_BENCH_VERSION;
     b.git_commit = KTUNE_BENCH_GIT_COMMIT;
     b.toolchain = generated::toolchain;
-    b.kernels_dir = generated::kernels_dir;
     for (const generated::OpSource* s = generated::op_sources; s->op; ++s) {
       OpBuild o;
       o.op = s->op;

@@ -20,7 +20,6 @@ struct BuildInfo {
   std::string version;
   std::string git_commit;
   std::string toolchain;     ///< compiler version, flags and architectures of the variants
-  std::string kernels_dir;   ///< the source tree's kernels/ at build time
   std::vector<OpBuild> ops;
   const OpBuild* find(const std::string& op) const {
     for (const OpBuild& o : ops)
