@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -241,6 +242,50 @@ TEST_F(BenchSmoke, RetestReportsRoundStatistics) {
   EXPECT_GT(copy->at("median_us").get<double>(), 0);
   EXPECT_DOUBLE_EQ(original->at("copy_same_size_us").get<double>(), copy->at("median_us").get<double>());
   EXPECT_GE(original->at("spread").get<double>(), 0);
+}
+
+// An op `ktune derive` made (its spec has "edge_dims": the tutorial's add_bias, or a folder `ktune agent`
+// left) gets no hand-written GPU test; this is its test, the gate the agent's judge runs: S and every
+// variant, every dtype, on the spec's edge shapes (each edge dimension with the others at their edge or
+// first spec value), fresh random inputs, poisoned outputs, compared with S on the GPU. A variant may
+// refuse a shape it cannot take (its calls fall back); none may disagree with S.
+TEST(DerivedOpsGpu, EveryVariantAgreesWithSOnTheEdgeShapes) {
+  KTUNE_REQUIRE_GPU();
+  if (bench_binary().empty()) GTEST_SKIP() << "ktune_bench not found beside this binary or in ../bench";
+  const fs::path dir = fs::temp_directory_path() / ("ktune_derived_gate_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  int checked = 0;
+  for (const ktune::bench::OpBuild& b : ktune::bench::build_info().ops) {
+    nlohmann::ordered_json spec = nlohmann::ordered_json::parse(b.spec_json);
+    if (!spec.contains("edge_dims")) continue;
+    SCOPED_TRACE(b.op);
+    nlohmann::ordered_json dims = nlohmann::ordered_json::object();  // the spec's order: shape keys follow it
+    for (const auto& [name, values] : spec.at("dims").items())
+      dims[name] = spec.at("edge_dims").contains(name) ? spec.at("edge_dims").at(name) : nlohmann::ordered_json::array({values.at(0)});
+    spec["dims"] = dims;
+    spec.erase("edge_dims");
+    fs::create_directories(dir / "kernels" / b.op);
+    std::ofstream(dir / "kernels" / b.op / "spec.json") << spec.dump(2);
+    const fs::path out = dir / (b.op + ".gate.json");
+    ASSERT_EQ(bench({"--kernels", (dir / "kernels").string(), "--ops", b.op, "--gate", out.string()}), 0);
+    const nlohmann::json g = read_json(out);
+    EXPECT_TRUE(g.at("complete").get<bool>());
+    std::map<std::string, int> passed;  // per dtype, variants other than S that passed
+    for (const nlohmann::json& r : g.at("results")) {
+      const std::string what = r.at("id").get<std::string>() + " " + r.at("dtype").get<std::string>() + " " +
+                               r.at("shape").get<std::string>() + ": " + r.at("error").get<std::string>();
+      if (r.at("ok").get<bool>()) {
+        if (r.at("id") != "original") ++passed[r.at("dtype").get<std::string>()];
+        continue;
+      }
+      EXPECT_NE(r.at("id"), "original") << "S itself failed: " << what;
+      EXPECT_EQ(r.at("error").get<std::string>().rfind("cannot implement: ", 0), 0u) << what;
+    }
+    for (const char* dtype : {"fp32", "fp16", "bf16"}) EXPECT_GT(passed[dtype], 0) << dtype;
+    ++checked;
+  }
+  fs::remove_all(dir);
+  if (checked == 0) GTEST_SKIP() << "no op in this build has edge_dims in its spec (ops `ktune derive` made)";
 }
 #endif
 
