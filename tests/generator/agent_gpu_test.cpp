@@ -46,7 +46,7 @@ TEST(AgentGpu, ScriptedLoopJudgesEachFamilyAndInstallsTheWinner) {
   const fs::path work = gpu_work();
   std::error_code ec;
   fs::remove_all(work, ec);
-  ScopedEnv key("KTUNE_TEST_LLM_KEY", "sk-test-secret-gpu");
+  ScopedEnv key("KTUNE_TEST_LLM_KEY", "placeholder-credential-gpu");
   LlmTestServer server(work / "server", script_of({"does_not_compile", "wrong", "races", "slower", "faster"}));
   ASSERT_TRUE(server.ok()) << server.error();
   AgentOptions o = sample_options(work, server.base_url());

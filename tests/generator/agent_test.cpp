@@ -43,7 +43,7 @@ TEST(AgentCpu, MissingEndpointNamesTheSettingAndWritesNothing) {
 TEST(AgentCpu, NeverOverwritesAKernelFolderWithoutForce) {
   const fs::path work = fresh("exists");
   ASSERT_EQ(write_file_atomic(work / "kernels/gelu_tanh_and_mul/keep.txt", "mine\n"), "");
-  ScopedEnv key("KTUNE_TEST_LLM_KEY", "sk-unused");
+  ScopedEnv key("KTUNE_TEST_LLM_KEY", "placeholder-unused");
   std::ostringstream log;
   EXPECT_EQ(run_agent(sample_options(work, "http://127.0.0.1:9/v1"), log), agent_failed);
   EXPECT_NE(log.str().find("--force"), std::string::npos) << log.str();
@@ -54,7 +54,7 @@ TEST(AgentCpu, NeverOverwritesAKernelFolderWithoutForce) {
 
 TEST(AgentCpu, CompilerMessagesGoBackThenNoGpuStopsAndTheReplayIsIdentical) {
   const fs::path work = fresh("loop");
-  ScopedEnv key("KTUNE_TEST_LLM_KEY", "sk-test-secret-123");
+  ScopedEnv key("KTUNE_TEST_LLM_KEY", "placeholder-credential-123");
   ScopedEnv no_gpu("CUDA_VISIBLE_DEVICES", "");  // the candidates see no GPU, even on a GPU machine
   LlmTestServer server(work / "server", script_of({"does_not_compile", "faster"}));
   ASSERT_TRUE(server.ok()) << server.error();
@@ -68,7 +68,7 @@ TEST(AgentCpu, CompilerMessagesGoBackThenNoGpuStopsAndTheReplayIsIdentical) {
   // The second request carries the first answer and the compiler's messages about it.
   const std::vector<nlohmann::json> got = server.requests();
   ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0]["headers"].value("authorization", ""), "Bearer sk-test-secret-123");
+  EXPECT_EQ(got[0]["headers"].value("authorization", ""), "Bearer placeholder-credential-123");
   const auto& messages = got[1]["body"]["messages"];
   ASSERT_EQ(messages.size(), 4u);  // system, task, the broken answer, the compiler's messages
   EXPECT_EQ(messages[2]["role"], "assistant");
@@ -85,7 +85,7 @@ TEST(AgentCpu, CompilerMessagesGoBackThenNoGpuStopsAndTheReplayIsIdentical) {
     EXPECT_TRUE(fs::exists(run / f)) << f;
   std::string err;
   const std::string recording = read_file(run / "llm.jsonl", err);
-  EXPECT_EQ(recording.find("sk-test-secret-123"), std::string::npos) << "the key leaked into the recording";
+  EXPECT_EQ(recording.find("placeholder-credential-123"), std::string::npos) << "the key leaked into the recording";
   EXPECT_FALSE(fs::exists(work / "kernels/gelu_tanh_and_mul")) << "nothing judged, nothing installed";
 
   // Replay: no server, no key, the same record.

@@ -129,9 +129,9 @@ TEST(LlmConfig, MissingSettingNamesIt) {
   EXPECT_NE(key.find("environment variable KTUNE_TEST_LLM_UNSET_KEY is not set"), std::string::npos) << key;
   ::setenv("KTUNE_TEST_LLM_UNSET_KEY", "", 1);  // set but empty counts as missing
   EXPECT_NE(missing_setting(c).find("KTUNE_TEST_LLM_UNSET_KEY"), std::string::npos);
-  ::setenv("KTUNE_TEST_LLM_UNSET_KEY", "sk-x", 1);
+  ::setenv("KTUNE_TEST_LLM_UNSET_KEY", "placeholder-x", 1);
   EXPECT_EQ(missing_setting(c), "");
-  EXPECT_EQ(api_key(c), "sk-x");
+  EXPECT_EQ(api_key(c), "placeholder-x");
   ::unsetenv("KTUNE_TEST_LLM_UNSET_KEY");
   c.api_key_env = "";  // a local server: no key wanted
   EXPECT_EQ(missing_setting(c), "");
@@ -139,7 +139,7 @@ TEST(LlmConfig, MissingSettingNamesIt) {
 }
 
 TEST(LlmConfig, ToJsonHoldsTheVariableNameNotTheKey) {
-  ::setenv("KTUNE_TEST_LLM_JSON_KEY", "sk-never-in-json", 1);
+  ::setenv("KTUNE_TEST_LLM_JSON_KEY", "placeholder-never-in-json", 1);
   ProviderConfig c;
   c.api_key_env = "KTUNE_TEST_LLM_JSON_KEY";
   c.temperature = 0.5;
@@ -147,7 +147,7 @@ TEST(LlmConfig, ToJsonHoldsTheVariableNameNotTheKey) {
   EXPECT_EQ(j["api_key_env"], "KTUNE_TEST_LLM_JSON_KEY");
   EXPECT_EQ(j["temperature"], 0.5);
   EXPECT_TRUE(j["seed"].is_null());
-  EXPECT_EQ(j.dump().find("sk-never-in-json"), std::string::npos);
+  EXPECT_EQ(j.dump().find("placeholder-never-in-json"), std::string::npos);
   // And it reads back to the same configuration.
   ProviderConfig back;
   ASSERT_EQ(apply_json(j, back), "");
