@@ -146,12 +146,8 @@ int run_agent(const AgentOptions& o, std::ostream& log) {
     return agent_usage;
   }
   Toolchain tc;
-  // --toolchain, else $KTUNE_TOOLCHAIN (a staged copy: tools/gpu.sh), else the build's own.
-  const char* env_toolchain = std::getenv("KTUNE_TOOLCHAIN");
-  const fs::path toolchain_path = !o.toolchain.empty()                  ? o.toolchain
-                                  : env_toolchain && *env_toolchain ? fs::path(env_toolchain)
-                                                                        : fs::path(KTUNE_DEFAULT_TOOLCHAIN);
-  if (std::string e = load_toolchain(toolchain_path, tc); !e.empty()) {
+  const fs::path tc_path = toolchain_path(o.toolchain);
+  if (std::string e = load_toolchain(tc_path, tc); !e.empty()) {
     say(e);
     return agent_failed;
   }
@@ -214,13 +210,13 @@ int run_agent(const AgentOptions& o, std::ostream& log) {
   Planner planner(o.budget);
   planner.add_root();
   std::map<int, FamilyRecord> families;
-  const fs::path work = (o.work_dir.empty() ? toolchain_path.parent_path() / "agent" : o.work_dir) / o.op / record.dir().filename();
+  const fs::path work = (o.work_dir.empty() ? tc_path.parent_path() / "agent" : o.work_dir) / o.op / record.dir().filename();
   bool gpu_checked = false;
   int rounds = 0;
   std::string outcome;
   int exit_code = agent_failed;
   // Facts of this session that a replay does not reproduce (kept out of the other files, which do).
-  ojson session = {{"started", stamp}, {"replay", o.replay.empty() ? "" : o.replay.string()}, {"toolchain", toolchain_path.string()}};
+  ojson session = {{"started", stamp}, {"replay", o.replay.empty() ? "" : o.replay.string()}, {"toolchain", tc_path.string()}};
   ojson timing = ojson::object();
   auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
 

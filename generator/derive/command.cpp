@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
@@ -80,9 +79,7 @@ bool has_tuned_rows(const fs::path& path) {
 /// The default-only tuned table of folder/space.hpp, from the space probe; empty `error` on success.
 DerivedFile default_table_of(const Options& o, const fs::path& folder, std::string& error) {
   Toolchain tc;
-  const char* env = std::getenv("KTUNE_TOOLCHAIN");
-  const fs::path path = !o.toolchain.empty() ? o.toolchain : env && *env ? fs::path(env) : fs::path(KTUNE_DEFAULT_TOOLCHAIN);
-  if (error = load_toolchain(path, tc); !error.empty()) return {};
+  if (error = load_toolchain(toolchain_path(o.toolchain), tc); !error.empty()) return {};
   // The probe includes "kernels/OP/space.hpp": give it a root whose kernels/OP is the folder.
   std::error_code ec;
   const fs::path work = fs::temp_directory_path(ec) / fmt::format("ktune-derive-{}-{}", o.op, ::getpid());

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <thread>
 #include <sstream>
@@ -68,6 +69,12 @@ std::vector<std::string> compile_command(const Toolchain& tc, const fs::path& ro
 
 
 }  // namespace
+
+fs::path toolchain_path(const fs::path& explicit_path) {
+  if (!explicit_path.empty()) return explicit_path;
+  const char* env = std::getenv("KTUNE_TOOLCHAIN");
+  return env && *env ? fs::path(env) : fs::path(KTUNE_DEFAULT_TOOLCHAIN);
+}
 
 std::string load_toolchain(const fs::path& path, Toolchain& out) {
   std::string err;

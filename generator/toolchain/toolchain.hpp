@@ -41,6 +41,10 @@ struct Toolchain {
 /// Reads a toolchain.json; relative paths are taken from its folder. Empty string on success.
 std::string load_toolchain(const std::filesystem::path& path, Toolchain& out);
 
+/// The toolchain.json a command uses: `explicit_path` (its --toolchain) when given, else $KTUNE_TOOLCHAIN (a
+/// staged copy: tools/gpu.sh), else the one of the build this binary comes from.
+std::filesystem::path toolchain_path(const std::filesystem::path& explicit_path);
+
 /// What the probe of a candidate's space.hpp reports (compiled and run on the host, no GPU).
 struct SpaceProbe {
   std::uint64_t hash = 0;                       ///< Space::space.hash()

@@ -88,8 +88,7 @@ TEST(AgentGpu, ScriptedLoopJudgesEachFamilyAndInstallsTheWinner) {
                         "family.cuh", "tuned.cuh", "gelu_tanh_and_mul.cuh", "gelu_tanh_and_mul.hpp", "gelu_tanh_and_mul.cu"})
     EXPECT_TRUE(fs::exists(kernels / f)) << f;
   Toolchain tc;
-  const char* env_tc = std::getenv("KTUNE_TOOLCHAIN");
-  ASSERT_EQ(load_toolchain(env_tc && *env_tc ? fs::path(env_tc) : fs::path(KTUNE_DEFAULT_TOOLCHAIN), tc), "");
+  ASSERT_EQ(load_toolchain(toolchain_path({}), tc), "");
   const CandidateBuild b = build_candidate(tc, o.op, work);  // work/kernels/<op>/ is the installed folder
   ASSERT_TRUE(b.ok) << b.diagnostics;
   const Candidate c{o.op, work, b.binary, b.profiler, b.probe};
