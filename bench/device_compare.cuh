@@ -27,14 +27,14 @@ namespace ktune::bench {
 namespace detail {
 
 struct CompareAcc {
-  unsigned long long unwritten = 0, mismatched = 0, first_bad = ULLONG_MAX, max_abs_bits = 0;
+  unsigned long long unwritten = 0, mismatched = 0, first_bad = ULLONG_MAX, first_unwritten = ULLONG_MAX, max_abs_bits = 0;
   double err2 = 0, ref2 = 0;
 };
 
 template <class T>
 __global__ void compare_kernel(const T* __restrict__ out, const double* __restrict__ ref, std::size_t n,
                                std::uint32_t poison, double atol, double rtol, CompareAcc* acc) {
-  unsigned long long unwritten = 0, mismatched = 0, first_bad = ULLONG_MAX;
+  unsigned long long unwritten = 0, mismatched = 0, first_bad = ULLONG_MAX, first_unwritten = ULLONG_MAX;
   double err2 = 0, ref2 = 0, max_abs = 0;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
@@ -44,6 +44,7 @@ __global__ void compare_kernel(const T* __restrict__ out, const double* __restri
     bool bad = false;
     if (bits == poison) {
       ++unwritten;
+      if (i < first_unwritten) first_unwritten = i;
       bad = true;
     } else {
       const double o = static_cast<double>(to_float(out[i]));
@@ -69,6 +70,8 @@ __global__ void compare_kernel(const T* __restrict__ out, const double* __restri
     mismatched += __shfl_down_sync(0xffffffffu, mismatched, off);
     const unsigned long long fb = __shfl_down_sync(0xffffffffu, first_bad, off);
     if (fb < first_bad) first_bad = fb;
+    const unsigned long long fu = __shfl_down_sync(0xffffffffu, first_unwritten, off);
+    if (fu < first_unwritten) first_unwritten = fu;
     err2 += __shfl_down_sync(0xffffffffu, err2, off);
     ref2 += __shfl_down_sync(0xffffffffu, ref2, off);
     const double m = __shfl_down_sync(0xffffffffu, max_abs, off);
@@ -78,6 +81,7 @@ __global__ void compare_kernel(const T* __restrict__ out, const double* __restri
     if (unwritten) atomicAdd(&acc->unwritten, unwritten);
     if (mismatched) atomicAdd(&acc->mismatched, mismatched);
     if (first_bad != ULLONG_MAX) atomicMin(&acc->first_bad, first_bad);
+    if (first_unwritten != ULLONG_MAX) atomicMin(&acc->first_unwritten, first_unwritten);
     if (err2 != 0) atomicAdd(&acc->err2, err2);
     if (ref2 != 0) atomicAdd(&acc->ref2, ref2);
     // Non-negative doubles order like their bit patterns.
@@ -130,6 +134,7 @@ Status device_compare(const T* out, const double* ref, std::size_t n, Tolerance 
   KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
   c.unwritten = static_cast<std::size_t>(acc.unwritten);
   c.mismatched = static_cast<std::size_t>(acc.mismatched);
+  if (acc.first_unwritten != ULLONG_MAX) c.first_unwritten = static_cast<std::size_t>(acc.first_unwritten);
   double max_abs = 0;
   static_assert(sizeof max_abs == sizeof acc.max_abs_bits, "64-bit doubles");
   std::memcpy(&max_abs, &acc.max_abs_bits, sizeof max_abs);

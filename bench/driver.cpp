@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <ktune/harness.hpp>
+#include <ktune/judge.hpp>
 #include <ktune/registry.hpp>
 
 #include "build_info.hpp"
@@ -37,8 +38,10 @@ namespace ktune::bench {
 namespace {
 
 // Bump when how results are measured changes: cached results of another method are not reused.
-constexpr const char* method_version = "ktune-bench-1";         // --exhaustive
-constexpr const char* search_method_version = "ktune-bench-2;search";  // screens (and their rounds, refined_key)
+// Versions of the method in the cache keys: a result judged by an earlier judge is measured again
+// (3: the guarded gate and the checks of timed calls, docs/judge.md).
+constexpr const char* method_version = "ktune-bench-3";         // --exhaustive
+constexpr const char* search_method_version = "ktune-bench-3;search";  // screens (and their rounds, refined_key)
 
 /// Google Benchmark appends "/iterations:N" and "/manual_time" to the name of a benchmark with a
 /// fixed iteration count and manual time; the agreed names (contract 5) have neither.
@@ -157,11 +160,12 @@ struct Tally {
       return;
     }
     cached += r.cached;
-    if (r.ok()) ++passed;
-    else if (r.error.rfind("incorrect: ", 0) == 0) ++incorrect;
-    else if (r.error.rfind("rejected: ", 0) == 0) ++rejected;
-    else if (r.error.rfind("cannot implement: ", 0) == 0) ++cannot;
-    else ++other;
+    switch (const judge::Verdict v = judge::verdict_of_message(r.error)) {
+      case judge::Verdict::ok: ++passed; break;
+      case judge::Verdict::rejected: ++rejected; break;
+      case judge::Verdict::cannot_implement: ++cannot; break;
+      default: judge::is_wrong(v) ? ++incorrect : ++other;
+    }
   }
 };
 
@@ -262,6 +266,8 @@ std::vector<BenchResult> run_retest(const std::vector<Candidate>& candidates, co
 static int run_gate(const Options& opts, const std::map<std::string, Spec>& specs, const DeviceContext& dev) {
   const std::uint64_t run_seed = opts.seed ? *opts.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   GpuMeasurer measurer(specs, dev.arch, quick_timing(), /*cold_l2=*/false, run_seed, 0);
+  measurer.set_separate_allocations(opts.separate_allocations);
+  measurer.set_wide_values(opts.wide_values);
   nlohmann::json rows = nlohmann::json::array();
   Tally tally;
   bool aborted = false;
@@ -292,7 +298,7 @@ static int run_gate(const Options& opts, const std::map<std::string, Spec>& spec
     std::cerr << "ktune_bench: cannot write " << opts.gate << "\n";
     return 1;
   }
-  std::cerr << "ktune_bench: gate: " << tally.passed << " passed, " << tally.incorrect << " incorrect, " << tally.rejected
+  std::cerr << "ktune_bench: gate: " << tally.passed << " passed, " << tally.incorrect << " wrong (any verdict of the judge), " << tally.rejected
             << " rejected, " << tally.cannot << " cannot implement, " << tally.other << " other errors -> " << opts.gate << "\n";
   if (aborted) {
     std::cerr << "ktune_bench: stopped early: " << abort_reason << "\n";
@@ -522,7 +528,7 @@ int run_bench(int argc, char** argv) {
 
   Tally tally;
   for (const BenchResult& r : results) tally.add(r);
-  std::cerr << "ktune_bench: " << tally.passed << " passed, " << tally.incorrect << " incorrect, " << tally.rejected
+  std::cerr << "ktune_bench: " << tally.passed << " passed, " << tally.incorrect << " wrong (any verdict of the judge), " << tally.rejected
             << " rejected, " << tally.cannot << " cannot implement, " << tally.other << " other errors; " << tally.cached
             << " from the cache; " << tally.copies << " same-size copies"
             << (tally.refined ? "; " + std::to_string(tally.refined) + " finalists' rounds" : std::string()) << "\n";

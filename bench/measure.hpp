@@ -13,11 +13,16 @@
 #include <vector>
 
 #include <ktune/dtype.hpp>
+#include <ktune/harness.hpp>
 #include <ktune/status.hpp>
 
 #include <ktune/spec.hpp>
 #include "search.hpp"
 #include "sweep.hpp"
+
+namespace ktune {
+struct Variant;
+}
 
 namespace ktune::bench {
 
@@ -52,7 +57,7 @@ std::uint64_t shape_seed(std::uint64_t run_seed, const std::string& op, DType dt
 /// time of `timing` over its wall time stays near 1 (the thread waiting on the GPU's events) when no
 /// host work overlaps the timing.
 struct PhaseTimes {
-  enum Phase { prepare, gate, timing, count };
+  enum Phase { prepare, gate, timing, verify, count };  ///< verify: the judge's checks of timed calls
   double wall_s[count] = {}, cpu_s[count] = {};
   static const char* name(int p);
 };
@@ -71,6 +76,12 @@ class GpuMeasurer : public SearchMeasurer {
   void set_device_compare(bool on);
   /// The halving search's settings: the screen and the rounds (search.hpp).
   void set_search(const TimingSettings& screen, const TimingSettings& rounds);
+  /// The gate puts every tensor in a cudaMalloc of its own instead of guarded regions of one allocation
+  /// (compute-sanitizer's memcheck then sees any access outside a tensor as an invalid address).
+  void set_separate_allocations(bool on);
+  /// The gate's inputs reach the hundreds and include exact zeros, as far as the reference stays finite
+  /// in the outputs' storage type (docs/judge.md, "every call S accepts").
+  void set_wide_values(bool on);
 
   std::string begin_shape(const ShapeGroup& g) override;
   BenchResult measure(const WorkItem& item) override;
@@ -88,14 +99,23 @@ class GpuMeasurer : public SearchMeasurer {
 
   /// A result with the item's names and the group's facts filled in, nothing measured.
   BenchResult blank(const WorkItem& item) const;
-  /// can_implement, device check, then the correctness gate. False (with r.error) when it fails.
+  /// can_implement, device check, then the judge's gate (docs/judge.md): the call twice on guarded
+  /// buffers, each run checked for writes outside the outputs, changed inputs, unwritten outputs and
+  /// wrong values, the two runs bitwise equal. False (with r.error, prefixed with its verdict) when it fails.
   bool check(const WorkItem& item, BenchResult& r);
-  /// Times a variant that passed check(). False (with r.error) when timing failed.
+  /// Times a variant that passed check(), then judges the timed calls: they reproduce the checked
+  /// call's outputs bitwise and took no less than DRAM allows. False (with r.error) when either fails.
   bool time(const WorkItem& item, const TimingSettings& timing, Timed& t, BenchResult& r);
 
  private:
   /// Inputs, rotation arena and (with_reference) the reference and the gate's buffers of a group.
   std::string prepare_group(const ShapeGroup& g, bool with_reference);
+  /// The reference (computed from `host` unless present) and the gate's guarded buffers of the group.
+  std::string prepare_gate(const HostTensors& host);
+  /// The judge's checks after timed calls of `v` with result `t`: an empty string when they pass, else
+  /// the implausible_time message (the caller times again once); a work verdict or a CUDA failure goes
+  /// to r.error directly.
+  std::string judge_timed(const Variant& v, const std::string& name, const Timed& t, BenchResult& r);
   struct State;
   std::unique_ptr<State> s_;
 };

@@ -26,6 +26,9 @@ struct Options {
   std::string retest;                    ///< --retest FILE: interleaved re-test of candidates
   std::string gate;                      ///< --gate FILE: correctness gate only (no timing), verdicts to FILE
   std::string kernels;                   ///< --kernels DIR: read spec.json from DIR/<op>/ instead of the built-in copy
+  bool separate_allocations = false;     ///< --separate-allocations: the gate's tensors each in a cudaMalloc of
+                                         ///< their own (for compute-sanitizer) instead of guarded regions
+  bool wide_values = false;              ///< --value-range wide: inputs reaching the hundreds, exact zeros
   std::string cache;                     ///< --cache FILE (empty: beside the executable)
   std::optional<std::uint64_t> seed;     ///< --seed N: the run's seed (default: fresh per run)
   std::string benchmark_out;             ///< --benchmark_out=FILE (also passed through)

@@ -54,6 +54,7 @@ struct Comparison {
   std::size_t unwritten = 0;      ///< elements still holding the poison pattern
   std::size_t mismatched = 0;     ///< elements outside atol + rtol*|ref|, or with NaN/inf mismatch
   std::size_t first_bad = static_cast<std::size_t>(-1);
+  std::size_t first_unwritten = static_cast<std::size_t>(-1);
   double first_bad_value = 0;
   double first_bad_ref = 0;
   double max_abs = 0;             ///< over finite pairs
@@ -83,7 +84,7 @@ Comparison compare(const T* out, const double* ref, std::size_t n, Tolerance tol
     const double r = ref[i];
     double o = 0;
     if (is_poison(out[i])) {
-      ++c.unwritten;
+      if (c.unwritten++ == 0) c.first_unwritten = i;
       bad = true;
     } else {
       o = static_cast<double>(to_float(out[i]));

@@ -6,29 +6,17 @@
 
 namespace ktune::tool {
 
-const char* to_string(Verdict v) {
-  switch (v) {
-    case Verdict::ok: return "ok";
-    case Verdict::incorrect: return "incorrect";
-    case Verdict::rejected: return "rejected";
-    case Verdict::cannot_implement: return "cannot_implement";
-    case Verdict::error: return "error";
-  }
-  return "error";
-}
+const char* to_string(Verdict v) { return judge::name(v); }
 
 Verdict parse_verdict_name(const std::string& s) {
-  for (Verdict v : {Verdict::ok, Verdict::incorrect, Verdict::rejected, Verdict::cannot_implement, Verdict::error})
-    if (s == to_string(v)) return v;
-  throw ToolError("unknown verdict '" + s + "'");
+  Verdict v{};
+  if (!judge::verdict_of_name(s, v)) throw ToolError("unknown verdict '" + s + "'");
+  return v;
 }
 
 Verdict verdict_of_message(const std::string& message) {
-  auto starts = [&](const char* p) { return message.rfind(p, 0) == 0; };
-  if (starts("incorrect: ")) return Verdict::incorrect;
-  if (starts("rejected: ")) return Verdict::rejected;
-  if (starts("cannot implement: ")) return Verdict::cannot_implement;
-  return Verdict::error;
+  // A failure without a known prefix is an error of the run, never ok.
+  return message.empty() ? Verdict::error : judge::verdict_of_message(message);
 }
 
 namespace {

@@ -3,12 +3,14 @@
 // The interface (written by bench/, read here): one benchmark per (op, dtype, shape, variant) named
 // `<op>/<dtype>/<dim>=<v>,.../<id>` (Google Benchmark appends `/manual_time`), manual time in
 // microseconds = the median sample, user counters per call, `error_occurred` + `error_message`
-// (`incorrect: `, `rejected: `, `cannot implement: `) for excluded variants, two reference rows
+// (starting with a verdict of the judge, include/ktune/judge.hpp) for excluded variants, two reference rows
 // `ktune/copy_ceiling` and `ktune/empty_kernel`, one `ktune/copy_same_size/<op>/<dtype>/<shape>` per
 // shape, and custom context strings (gpu, arch, mode, ...).
 #pragma once
 
 #include <nlohmann/json.hpp>
+
+#include <ktune/judge.hpp>
 
 #include <cstdint>
 #include <map>
@@ -19,7 +21,8 @@
 namespace ktune::tool {
 
 /// Why a variant is not eligible on a shape, from the benchmark's error message.
-enum class Verdict { ok, incorrect, rejected, cannot_implement, error };
+/// The judge's verdicts (include/ktune/judge.hpp): one list for ktune_bench, the tools and the agent.
+using Verdict = ktune::judge::Verdict;
 const char* to_string(Verdict v);
 Verdict parse_verdict_name(const std::string& s);  ///< inverse of to_string; throws on unknown
 /// The verdict an error message states (`incorrect: ...` -> incorrect; unknown prefix -> error).

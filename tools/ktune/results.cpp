@@ -671,16 +671,13 @@ ojson to_t4(const Selection& s) {
         ojson runtimes = ojson::array();
         if (m) runtimes.push_back(m->median_us * 1e-3);  // Kernel Tuner's unit: milliseconds
         r["times"] = {{"runtimes", runtimes}};
-        const char* invalidity = "correct";
-        switch (v.verdict) {
-          case Verdict::ok: invalidity = "correct"; break;
-          case Verdict::incorrect: invalidity = "correctness"; break;
-          case Verdict::rejected: invalidity = "runtime"; break;
-          case Verdict::cannot_implement: invalidity = "constraints"; break;
-          case Verdict::error: invalidity = "runtime"; break;
-        }
+        // Kernel Tuner's invalidity classes: every wrong verdict of the judge is a correctness failure.
+        const char* invalidity = "runtime";
+        if (v.verdict == Verdict::ok) invalidity = "correct";
+        else if (judge::is_wrong(v.verdict)) invalidity = "correctness";
+        else if (v.verdict == Verdict::cannot_implement) invalidity = "constraints";
         r["invalidity"] = invalidity;
-        r["correctness"] = v.verdict == Verdict::incorrect ? 0 : 1;
+        r["correctness"] = judge::is_wrong(v.verdict) ? 0 : 1;
         ojson ms = ojson::array();
         if (m) {
           ms.push_back({{"name", "time"}, {"value", m->median_us * 1e-3}, {"unit", "ms"}});
