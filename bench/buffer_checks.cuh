@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include <ktune/random.hpp>
 #include <ktune/status.hpp>
@@ -102,14 +103,22 @@ class CheckScratch {
   ~CheckScratch() {
     if (word_) cudaFree(word_);
   }
-  Status ensure() {
-    if (!word_) KTUNE_CUDA_TRY(cudaMalloc(&word_, sizeof(unsigned long long)));
+  /// At least `words` results.
+  Status ensure(std::size_t words = 1) {
+    if (words > words_) {
+      if (word_) cudaFree(word_);
+      word_ = nullptr;
+      words_ = 0;
+      KTUNE_CUDA_TRY(cudaMalloc(&word_, words * sizeof(unsigned long long)));
+      words_ = words;
+    }
     return Status::success();
   }
   unsigned long long* word() const { return word_; }
 
  private:
   unsigned long long* word_ = nullptr;
+  std::size_t words_ = 0;
 };
 
 namespace detail {
@@ -152,6 +161,59 @@ inline Status digest(const void* p, std::size_t n, cudaStream_t stream, CheckScr
                                                                                    scratch.word());
   }, r));
   out = r;
+  return Status::success();
+}
+
+/// A span of device bytes; for a guard zone, `phase` is the byte of the guard word at its start.
+struct Span {
+  const void* p = nullptr;
+  std::size_t n = 0;
+  std::size_t phase = 0;
+};
+
+/// Digests of several buffers (digest() each), in one pass of the GPU and one copy back: the gate
+/// checks every tensor of a call after every run, and a synchronisation per tensor would cost more
+/// than the reading.
+inline Status digests(const std::vector<Span>& spans, cudaStream_t stream, CheckScratch& scratch,
+                      std::vector<std::uint64_t>& out) {
+  out.assign(spans.size(), 0);
+  if (spans.empty()) return Status::success();
+  KTUNE_TRY(scratch.ensure(spans.size()));
+  KTUNE_CUDA_TRY(cudaMemsetAsync(scratch.word(), 0, spans.size() * sizeof(unsigned long long), stream));
+  for (std::size_t i = 0; i < spans.size(); ++i)
+    if (spans[i].n)
+      detail::digest_kernel<><<<detail::check_blocks((spans[i].n + 3) / 4), 256, 0, stream>>>(
+          static_cast<const unsigned char*>(spans[i].p), spans[i].n, scratch.word() + i);
+  KTUNE_CUDA_TRY(cudaGetLastError());
+  std::vector<unsigned long long> r(spans.size());
+  KTUNE_CUDA_TRY(cudaMemcpyAsync(r.data(), scratch.word(), r.size() * sizeof r[0], cudaMemcpyDeviceToHost, stream));
+  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+  for (std::size_t i = 0; i < r.size(); ++i) out[i] = r[i];
+  return Status::success();
+}
+
+/// The first guard zone (index into `zones`) that no longer holds the guard word, and the first byte
+/// that differs in it; zone = SIZE_MAX when every zone is intact. One synchronisation for all zones.
+inline Status check_guards(const std::vector<Span>& zones, cudaStream_t stream, CheckScratch& scratch, std::size_t& zone,
+                           std::size_t& offset) {
+  zone = offset = SIZE_MAX;
+  if (zones.empty()) return Status::success();
+  KTUNE_TRY(scratch.ensure(zones.size()));
+  KTUNE_CUDA_TRY(cudaMemsetAsync(scratch.word(), 0xFF, zones.size() * sizeof(unsigned long long), stream));
+  for (std::size_t i = 0; i < zones.size(); ++i)
+    if (zones[i].n)
+      detail::first_difference_kernel<><<<detail::check_blocks((zones[i].n + 15) / 16), 256, 0, stream>>>(
+          static_cast<const unsigned char*>(zones[i].p), nullptr, zones[i].n, guard_word, zones[i].phase, scratch.word() + i);
+  KTUNE_CUDA_TRY(cudaGetLastError());
+  std::vector<unsigned long long> r(zones.size());
+  KTUNE_CUDA_TRY(cudaMemcpyAsync(r.data(), scratch.word(), r.size() * sizeof r[0], cudaMemcpyDeviceToHost, stream));
+  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+  for (std::size_t i = 0; i < r.size(); ++i)
+    if (r[i] != ULLONG_MAX) {
+      zone = i;
+      offset = static_cast<std::size_t>(r[i]);
+      break;
+    }
   return Status::success();
 }
 

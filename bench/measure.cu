@@ -268,7 +268,7 @@ struct GpuMeasurer::State {
   CheckScratch check_scratch;
   // Digests of each checked variant's outputs (in tensors() order), by benchmark name: the timed
   // calls must reproduce them bitwise. Kept across the screens and the rounds of a shape.
-  std::map<std::string, std::vector<std::uint64_t>> digests;
+  std::map<std::string, std::vector<std::uint64_t>> gate_digests;
   std::uint64_t verify_draws = 0;       // fresh poison for every verification
   double launch_floor_us = -1;          // one empty launch between two events, the fastest of five
 
@@ -357,43 +357,55 @@ struct GpuMeasurer::State {
     return Status::success();
   }
 
-  /// After a checked run: every guard zone bitwise intact and every read-only input bitwise as drawn.
-  /// `verdict` gets the judge's message for the first violation (empty: none).
-  Status check_buffers(const std::string& when, std::string& verdict) {
+  /// After a checked run: every guard zone bitwise intact and every read-only input bitwise as drawn
+  /// (`verdict` gets the judge's message for the first violation, empty when none), and the digests of
+  /// the outputs (in outputs order). Two synchronisations whatever the number of tensors.
+  Status check_buffers(const std::string& when, std::string& verdict, std::vector<std::uint64_t>& output_digests) {
     verdict.clear();
-    for (std::size_t t = 0; t < tensors.size() && verdict.empty(); ++t) {
-      const TensorInfo& ti = tensors[t];
-      if (gate_arena) {
-        const std::size_t after = (ti.bytes() + tensor_alignment - 1) / tensor_alignment * tensor_alignment - ti.bytes() + guard_bytes;
-        std::size_t first = SIZE_MAX;
-        KTUNE_TRY(first_difference(gate_ptr[t] - guard_bytes, nullptr, guard_bytes, stream, check_scratch, first));
-        if (first != SIZE_MAX) {
-          verdict = judge::message(judge::Verdict::out_of_bounds_write,
-                                   ti.name + ": the guard zone before it changed, first at byte " +
-                                       std::to_string(static_cast<long long>(first) - static_cast<long long>(guard_bytes)) +
-                                       " (before its first byte) " + when);
-          break;
-        }
-        const std::size_t phase = static_cast<std::size_t>(gate_ptr[t] + ti.bytes() - gate_arena) % 4;
-        KTUNE_TRY(first_difference(gate_ptr[t] + ti.bytes(), nullptr, after, stream, check_scratch, first, phase));
-        if (first != SIZE_MAX) {
-          verdict = judge::message(judge::Verdict::out_of_bounds_write,
-                                   ti.name + ": the guard zone after it changed, first at byte +" + std::to_string(first) +
-                                       " past its end (its " + std::to_string(ti.bytes()) + " bytes end at +0) " + when);
-          break;
-        }
+    if (gate_arena) {
+      std::vector<Span> zones;
+      for (std::size_t t = 0; t < tensors.size(); ++t) {
+        const std::size_t bytes = tensors[t].bytes();
+        const std::size_t after = (bytes + tensor_alignment - 1) / tensor_alignment * tensor_alignment - bytes + guard_bytes;
+        zones.push_back({gate_ptr[t] - guard_bytes, guard_bytes, 0});
+        zones.push_back({gate_ptr[t] + bytes, after, static_cast<std::size_t>(gate_ptr[t] + bytes - gate_arena) % 4});
       }
-      if (ti.access != Access::read || ti.bytes() == 0) continue;
-      std::uint64_t d = 0;
-      KTUNE_TRY(digest(gate_ptr[t], ti.bytes(), stream, check_scratch, d));
-      if (d == input_digest[t]) continue;
-      std::size_t first = SIZE_MAX;
-      KTUNE_TRY(first_difference(gate_ptr[t], pristine + offsets[t], ti.bytes(), stream, check_scratch, first));
-      verdict = judge::message(judge::Verdict::input_modified,
-                               ti.name + " is read-only but changed, first at byte " + std::to_string(first) + " of " +
-                                   std::to_string(ti.bytes()) + " " + when);
+      std::size_t zone = SIZE_MAX, first = SIZE_MAX;
+      KTUNE_TRY(check_guards(zones, stream, check_scratch, zone, first));
+      if (zone != SIZE_MAX) {
+        const TensorInfo& ti = tensors[zone / 2];
+        verdict = judge::message(judge::Verdict::out_of_bounds_write,
+                                 zone % 2 == 0 ? ti.name + ": the guard zone before it changed, first at byte " +
+                                                     std::to_string(static_cast<long long>(first) - static_cast<long long>(guard_bytes)) +
+                                                     " (bytes before its first byte count from -1) " + when
+                                               : ti.name + ": the guard zone after it changed, first at byte +" + std::to_string(first) +
+                                                     " past its end (" + std::to_string(ti.bytes()) + " bytes) " + when);
+        gate_dirty = true;
+        return Status::success();
+      }
     }
-    if (!verdict.empty()) gate_dirty = true;
+    std::vector<Span> spans;
+    std::vector<std::size_t> inputs;
+    for (std::size_t t = 0; t < tensors.size(); ++t)
+      if (tensors[t].access == Access::read) {
+        inputs.push_back(t);
+        spans.push_back({gate_ptr[t], tensors[t].bytes(), 0});
+      }
+    for (std::size_t t : outputs) spans.push_back({gate_ptr[t], tensors[t].bytes(), 0});
+    std::vector<std::uint64_t> d;
+    KTUNE_TRY(digests(spans, stream, check_scratch, d));
+    output_digests.assign(d.begin() + static_cast<std::ptrdiff_t>(inputs.size()), d.end());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const std::size_t t = inputs[i];
+      if (d[i] == input_digest[t]) continue;
+      std::size_t first = SIZE_MAX;
+      KTUNE_TRY(first_difference(gate_ptr[t], pristine + offsets[t], tensors[t].bytes(), stream, check_scratch, first));
+      verdict = judge::message(judge::Verdict::input_modified, tensors[t].name + " is read-only but changed, first at byte " +
+                                                                   std::to_string(first) + " of " + std::to_string(tensors[t].bytes()) +
+                                                                   " " + when);
+      gate_dirty = true;
+      break;
+    }
     return Status::success();
   }
 
@@ -424,8 +436,8 @@ struct GpuMeasurer::State {
   /// (the gate's digests), and a call must not take much longer than the timed calls did each.
   Status verify_work(const Variant& v, const std::string& name, double median_us, std::string& verdict) {
     verdict.clear();
-    const auto known = digests.find(name);
-    if (known == digests.end()) {
+    const auto known = gate_digests.find(name);
+    if (known == gate_digests.end()) {
       verdict = judge::message(judge::Verdict::error, "no checked call of " + v.id + " to verify its timed calls against");
       return Status::success();
     }
@@ -435,17 +447,25 @@ struct GpuMeasurer::State {
     if (rotations > 1) sets.push_back(rotations / 2);
     double fastest_us = -1;
     for (std::size_t set : sets) {
+      std::vector<Span> inputs;
+      std::vector<std::size_t> which;
+      for (std::size_t t = 0; t < tensors.size(); ++t)
+        if (tensors[t].access == Access::read && tensors[t].bytes()) {
+          inputs.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
+          which.push_back(t);
+        }
+      std::vector<std::uint64_t> d;
+      KTUNE_TRY(digests(inputs, stream, check_scratch, d));
+      for (std::size_t i = 0; i < which.size(); ++i)
+        if (d[i] != input_digest[which[i]]) {
+          verdict = judge::message(judge::Verdict::input_modified, tensors[which[i]].name +
+                                                                       " is read-only but the timed calls changed it (rotation set " +
+                                                                       std::to_string(set) + ")");
+          return Status::success();
+        }
       for (std::size_t t = 0; t < tensors.size(); ++t) {
         const TensorInfo& ti = tensors[t];
-        if (ti.access == Access::read && ti.bytes()) {
-          std::uint64_t d = 0;
-          KTUNE_TRY(digest(tensor_ptr(set, t), ti.bytes(), stream, check_scratch, d));
-          if (d != input_digest[t]) {
-            verdict = judge::message(judge::Verdict::input_modified,
-                                     ti.name + " is read-only but the timed calls changed it (rotation set " + std::to_string(set) + ")");
-            return Status::success();
-          }
-        } else if (ti.access == Access::read_write && ti.bytes()) {
+        if (ti.access == Access::read_write && ti.bytes()) {
           KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor_ptr(set, t), pristine + offsets[t], ti.bytes(), cudaMemcpyDeviceToDevice, stream));
         } else if (ti.access == Access::write) {
           const std::uint64_t draw = mix64(seed ^ 0x7e57ed5e7ull ^ ++verify_draws);
@@ -456,27 +476,42 @@ struct GpuMeasurer::State {
         }
       }
       KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+      // The call as a one-launch graph where it can be captured (the timing captured short kernels too),
+      // so the adapter's host work does not count as the call's time.
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+        const Status captured = v.run(args[set].get(), stream);
+        const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+        if (!captured.ok() || end != cudaSuccess || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+          if (exec) cudaGraphExecDestroy(exec);
+          exec = nullptr;
+        }
+      }
+      (void)cudaGetLastError();  // a call that cannot be captured is launched plainly below
       KTUNE_TRY(ensure_events());
-      KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
-      KTUNE_TRY(v.run(args[set].get(), stream));
-      KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
+      Status launched = Status::from_cuda(cudaEventRecord(ev_start, stream), "cudaEventRecord");
+      if (launched.ok()) launched = exec ? Status::from_cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch") : v.run(args[set].get(), stream);
+      if (launched.ok()) launched = Status::from_cuda(cudaEventRecord(ev_stop, stream), "cudaEventRecord");
       // The whole device: work a variant put on a stream of its own must have finished too.
-      KTUNE_CUDA_TRY(cudaDeviceSynchronize());
+      if (launched.ok()) launched = Status::from_cuda(cudaDeviceSynchronize(), "the verified call");
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+      KTUNE_TRY(launched);
       float ms = 0;
       KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
       fastest_us = fastest_us < 0 ? ms * 1e3 : std::min(fastest_us, ms * 1e3);
-      for (std::size_t o = 0; o < outputs.size(); ++o) {
-        const TensorInfo& ti = tensors[outputs[o]];
-        std::uint64_t d = 0;
-        KTUNE_TRY(digest(tensor_ptr(set, outputs[o]), ti.bytes(), stream, check_scratch, d));
-        if (d != known->second[o]) {
+      std::vector<Span> outs;
+      for (std::size_t t : outputs) outs.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
+      KTUNE_TRY(digests(outs, stream, check_scratch, d));
+      for (std::size_t o = 0; o < outputs.size(); ++o)
+        if (d[o] != known->second[o]) {
           verdict = judge::message(judge::Verdict::work_skipped,
-                                   ti.name + " after a timed call (rotation set " + std::to_string(set) +
+                                   tensors[outputs[o]].name + " after a timed call (rotation set " + std::to_string(set) +
                                        ", its outputs overwritten with random numbers first) is not bitwise the checked "
                                        "call's result: the timed calls did not compute what the checked call computed");
           return Status::success();
         }
-      }
     }
     // One call as the judge checks it must not be much slower than the timed ones were each: a variant
     // that computes only when it must (a sampled row that looks stale, say) was timed skipping work.
@@ -784,6 +819,13 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
     return std::string("the harness failed: ") + e.what();
   }
   if (!st.ok()) return "preparing the inputs: " + describe(st);
+  // The read-only inputs as drawn: the gate and the checks of timed calls compare with these.
+  {
+    std::vector<Span> spans;
+    for (std::size_t t = 0; t < s.tensors.size(); ++t) spans.push_back({s.pristine + s.offsets[t], s.tensors[t].bytes(), 0});
+    st = digests(spans, s.stream, s.check_scratch, s.input_digest);
+    if (!st.ok()) return "digests of the inputs: " + describe(st);
+  }
   // Rounds of timing only need no reference: the finalists passed the gate in this process and their
   // timed calls are checked against its digests. A finalist that did not (a cached screen) is gated
   // first, from the inputs kept here.
@@ -855,12 +897,6 @@ std::string GpuMeasurer::prepare_gate(const HostTensors& host) {
     for (std::size_t t = 0; t < s.tensors.size(); ++t) s.gate_ptr[t] = s.gate_arena + at[t];
   }
   s.gate_dirty = true;
-  s.input_digest.assign(s.tensors.size(), 0);
-  Status st = Status::success();
-  for (std::size_t t = 0; t < s.tensors.size() && st.ok(); ++t)
-    if (s.tensors[t].access == Access::read)
-      st = digest(s.pristine + s.offsets[t], s.tensors[t].bytes(), s.stream, s.check_scratch, s.input_digest[t]);
-  if (!st.ok()) return "digests of the inputs: " + describe(st);
   try {
     s.gate_args = s.harness->make_args(s.shape, s.dtype, std::vector<void*>(s.gate_ptr.begin(), s.gate_ptr.end()));
   } catch (const std::exception& ex) {
@@ -933,7 +969,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   }
   // One checked run: shared memory scribbled, the call, the whole device synchronised (work a variant
   // put on a stream of its own included), guard zones and read-only inputs checked.
-  auto checked_run = [&](std::uint32_t scribble, const std::string& when) -> bool {
+  auto checked_run = [&](std::uint32_t scribble, const std::string& when, std::vector<std::uint64_t>& out_digests) -> bool {
     Status st = s.reset_gate();
     if (st.ok()) st = scribble_shared_memory(scribble, s.stream);
     if (!st.ok()) {
@@ -954,7 +990,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
       return false;
     }
     std::string verdict;
-    st = s.check_buffers(when, verdict);
+    st = s.check_buffers(when, verdict, out_digests);
     if (!st.ok()) {
       s.cuda_failure(r, "error: checking the gate's buffers: ", st);
       r.cacheable = r.fatal;
@@ -963,7 +999,8 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
     r.error = verdict;
     return verdict.empty();
   };
-  if (!checked_run(smem_scribble_first, "(the gate's first run)")) return false;
+  std::vector<std::uint64_t> first, second;  // digests of the outputs after each run
+  if (!checked_run(smem_scribble_first, "(the gate's first run)", first)) return false;
 
   // Compared on the device when it may (the first gate of each shape on the host as well, as a check
   // of the device comparison), else copied back and compared on the host.
@@ -1043,25 +1080,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   }
 
   // The same call again, with other leftovers in shared memory: bitwise the same outputs.
-  std::vector<std::uint64_t> first(s.outputs.size()), second(s.outputs.size());
-  auto digest_outputs = [&](std::vector<std::uint64_t>& out) -> Status {
-    for (std::size_t o = 0; o < s.outputs.size(); ++o)
-      KTUNE_TRY(digest(s.gate_ptr[s.outputs[o]], s.tensors[s.outputs[o]].bytes(), s.stream, s.check_scratch, out[o]));
-    return Status::success();
-  };
-  st = digest_outputs(first);
-  if (!st.ok()) {
-    s.cuda_failure(r, "error: ", st);
-    r.cacheable = r.fatal;
-    return false;
-  }
-  if (!checked_run(smem_scribble_second, "(the gate's second run of the same call)")) return false;
-  st = digest_outputs(second);
-  if (!st.ok()) {
-    s.cuda_failure(r, "error: ", st);
-    r.cacheable = r.fatal;
-    return false;
-  }
+  if (!checked_run(smem_scribble_second, "(the gate's second run of the same call)", second)) return false;
   for (std::size_t o = 0; o < s.outputs.size(); ++o)
     if (first[o] != second[o]) {
       r.error = judge::message(judge::Verdict::nondeterministic,
@@ -1070,7 +1089,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
                                    "an order-dependent reduction, or a read of memory nobody wrote)" + seed);
       return false;
     }
-  s.digests[item.name] = first;
+  s.gate_digests[item.name] = first;
   s.checked = v;
   return true;
 }
@@ -1170,7 +1189,7 @@ bool GpuMeasurer::round(const WorkItem& item, int samples, bool graph, Timed& t,
   State& s = *s_;
   // A finalist whose screen came from the cache was never checked in this process: its timed calls
   // have no checked result to be compared with until it passes the gate here.
-  if (!s.digests.count(item.name) && !check(item, r)) return false;
+  if (!s.gate_digests.count(item.name) && !check(item, r)) return false;
   auto it = s.prepared.find(item.id);
   if (it == s.prepared.end()) {
     auto p = std::make_unique<State::Prepared>();

@@ -1,0 +1,112 @@
+// The judge's device checks (bench/buffer_checks.cuh): the first differing byte of two buffers and of a
+// guard zone is found exactly wherever it lies (aligned or not, in the vector body or the tail, with
+// any phase of the guard word), equal buffers digest equally and one flipped bit changes the digest,
+// and the shared-memory scribble runs on this device. Fresh random bytes per run.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "bench/buffer_checks.cuh"
+#include "support/gpu.hpp"
+
+namespace {
+
+using namespace ktune::bench;
+
+struct DeviceBytes {
+  unsigned char* p = nullptr;
+  explicit DeviceBytes(std::size_t n) { EXPECT_EQ(cudaMalloc(&p, n), cudaSuccess); }
+  ~DeviceBytes() { cudaFree(p); }
+};
+
+class BufferChecksGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!ktune::test::gpu_unavailable_reason().empty()) GTEST_SKIP() << ktune::test::gpu_unavailable_reason();
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream) cudaStreamDestroy(stream);
+  }
+  cudaStream_t stream = nullptr;
+  CheckScratch scratch;
+};
+
+TEST_F(BufferChecksGpu, FirstDifferenceFindsTheExactByte) {
+  const std::uint64_t seed = ktune::test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::size_t n = 1 << 20;
+  std::vector<unsigned char> host(n + 64);
+  for (auto& b : host) b = static_cast<unsigned char>(rng());
+  DeviceBytes a(n + 64), b(n + 64);
+  ASSERT_EQ(cudaMemcpy(a.p, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  for (std::size_t skew : {0, 1, 3, 16}) {  // unaligned starts take the byte path
+    for (std::size_t at : {std::size_t{0}, std::size_t{15}, std::size_t{16}, n / 2 + 5, n - 1, std::size_t(-1)}) {
+      ASSERT_EQ(cudaMemcpy(b.p, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      if (at != std::size_t(-1)) {
+        const unsigned char flipped = static_cast<unsigned char>(host[skew + at] ^ 0x10);
+        ASSERT_EQ(cudaMemcpy(b.p + skew + at, &flipped, 1, cudaMemcpyHostToDevice), cudaSuccess);
+        // A second difference further on: the first must win.
+        if (at + 7 < n) ASSERT_EQ(cudaMemcpy(b.p + skew + at + 7, &flipped, 1, cudaMemcpyHostToDevice), cudaSuccess);
+      }
+      std::size_t first = 0;
+      ASSERT_TRUE(first_difference(a.p + skew, b.p + skew, n, stream, scratch, first).ok());
+      EXPECT_EQ(first, at == std::size_t(-1) ? SIZE_MAX : at) << "skew " << skew;
+    }
+  }
+}
+
+TEST_F(BufferChecksGpu, GuardZonesAreCheckedAtEveryPhase) {
+  const std::size_t n = 4096 + 64;
+  std::vector<unsigned char> guard(n);
+  for (std::size_t i = 0; i < n; ++i) guard[i] = static_cast<unsigned char>(guard_word >> (8 * (i % 4)));
+  DeviceBytes z(n);
+  for (std::size_t phase = 0; phase < 4; ++phase) {
+    ASSERT_EQ(cudaMemcpy(z.p, guard.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+    std::size_t first = 0;
+    // The zone starting `phase` bytes into the pattern is intact ...
+    ASSERT_TRUE(first_difference(z.p + phase, nullptr, n - 8, stream, scratch, first, phase).ok());
+    EXPECT_EQ(first, SIZE_MAX) << "phase " << phase;
+    // ... and read with the wrong phase it is not (the check does look at the bytes).
+    ASSERT_TRUE(first_difference(z.p + phase, nullptr, n - 8, stream, scratch, first, (phase + 1) % 4).ok());
+    EXPECT_EQ(first, 0u) << "phase " << phase;
+    // One byte written past a tensor's end lands in the zone and is found.
+    const unsigned char x = static_cast<unsigned char>(guard[phase + 100] ^ 0xFF);
+    ASSERT_EQ(cudaMemcpy(z.p + phase + 100, &x, 1, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_TRUE(first_difference(z.p + phase, nullptr, n - 8, stream, scratch, first, phase).ok());
+    EXPECT_EQ(first, 100u) << "phase " << phase;
+  }
+}
+
+TEST_F(BufferChecksGpu, DigestsAreEqualForEqualBytesAndDifferForOneBit) {
+  const std::uint64_t seed = ktune::test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed ^ 0xd16e57);
+  for (std::size_t n : {std::size_t{2}, std::size_t{6}, std::size_t{4096}, (std::size_t{1} << 22) + 2}) {
+    std::vector<unsigned char> host(n);
+    for (auto& b : host) b = static_cast<unsigned char>(rng());
+    DeviceBytes a(n), b(n);
+    ASSERT_EQ(cudaMemcpy(a.p, host.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(b.p, host.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+    std::uint64_t da = 0, db = 0;
+    ASSERT_TRUE(digest(a.p, n, stream, scratch, da).ok());
+    ASSERT_TRUE(digest(b.p, n, stream, scratch, db).ok());
+    EXPECT_EQ(da, db) << n;
+    const std::size_t at = rng() % n;
+    const unsigned char flipped = static_cast<unsigned char>(host[at] ^ (1u << (rng() % 8)));
+    ASSERT_EQ(cudaMemcpy(b.p + at, &flipped, 1, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_TRUE(digest(b.p, n, stream, scratch, db).ok());
+    EXPECT_NE(da, db) << n << " bytes, bit flipped at " << at;
+  }
+}
+
+TEST_F(BufferChecksGpu, SharedMemoryScribbleRuns) {
+  ASSERT_TRUE(scribble_shared_memory(smem_scribble_first, stream).ok());
+  ASSERT_TRUE(scribble_shared_memory(smem_scribble_second, stream).ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+}
+
+}  // namespace
