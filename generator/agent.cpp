@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -179,6 +180,8 @@ int run_agent(const AgentOptions& o, std::ostream& log) {
                              {"max_wall_s", o.budget.max_wall_s}, {"patience", o.budget.patience}}},
                  {"max_fixes", o.max_fixes},
                  {"tuning", {{"quick", o.tuning.quick}}},
+                 {"time_limits_s", {{"gate", o.testing.gate_timeout_s}, {"tune", o.tuning.timeout_s},
+                                    {"sanitizer", o.testing.sanitizer_timeout_s}}},
                  {"arch", tc.arch}};
     (void)record.write("run.json", run.dump(2) + "\n");
   }
@@ -299,45 +302,23 @@ int run_agent(const AgentOptions& o, std::ostream& log) {
       gpu_checked = true;
     }
 
-    const fs::path judge_dir = root / "judge";
-    Judgement edge = gate_edges(tc, cand, spec_text, judge_dir, o.testing);
-    (void)record.write_round(round, "judge.log", edge.log);
-    if (!edge.passed) {
-      finish_round(edge.verdict, edge.reason, std::nullopt, 0, "", edge.findings);
-      fam.findings = edge.reason + "\n" + edge.findings;
-      families[node] = fam;
-      continue;
-    }
-    TuningResult tune = tune_candidate(tc, cand, root / "tune", o.tuning);
-    (void)record.write_round(round, "tune.log", tune.log);
-    if (!tune.results_file.empty()) {
-      std::string e2;
-      (void)record.write_round(round, "results.json", read_file(tune.results_file, e2));
-    }
-    if (!tune.ok) {
-      finish_round(tune.timed_out ? Node::timeout : Node::rejected, tune.error, std::nullopt, 0, "", "");
-      continue;
-    }
-    Judgement rank = judge_ranking(tune.ranking);
+    // The judge (testing.hpp): the gate, the search, the ranking's verdicts, compute-sanitizer.
+    TuningResult tune;
+    const Judgement j = judge_family(tc, cand, spec_text, root, o.testing, o.tuning, &tune);
+    for (const auto& [name, content] : j.files) (void)record.write_round(round, name, content);
     fam.ranking = tune.ranking;
-    if (!rank.passed) {
-      finish_round(rank.verdict, rank.reason, tune.ranking.geomean_speedup, tune.ranking.band, "", rank.findings);
-      fam.findings = rank.reason + "\n" + rank.findings;
-      families[node] = fam;
+    if (!j.passed) {
+      const bool ranked = j.stage == "ranking" || j.stage == "sanitizer";
+      finish_round(j.verdict, j.reason, ranked ? std::optional<double>(tune.ranking.geomean_speedup) : std::nullopt,
+                   ranked ? tune.ranking.band : 0, j.stage == "sanitizer" ? tune.ranking.best_id : "", j.findings);
+      fam.findings = j.reason + "\n" + j.findings;
+      if (j.stage != "tune") families[node] = fam;
       continue;
     }
-    // The sanitizer runs the winner at the smallest measured shape of the dtype it wins most.
-    std::string dtype, shape;
+    // The dtype the winner wins first: its profile's.
+    std::string dtype;
     for (const ShapeOutcome& s : tune.ranking.shapes)
-      if (s.winner == tune.ranking.best_id && dtype.empty()) dtype = s.dtype, shape = s.shape;
-    Judgement san = sanitize(tc, cand, tune.ranking.best_id, dtype, shape, judge_dir, o.testing);
-    (void)record.write_round(round, "sanitizer.log", san.log);
-    if (!san.passed) {
-      finish_round(san.verdict, san.reason, tune.ranking.geomean_speedup, tune.ranking.band, tune.ranking.best_id, san.findings);
-      fam.findings = san.reason + "\n" + san.findings;
-      families[node] = fam;
-      continue;
-    }
+      if (s.winner == tune.ranking.best_id && dtype.empty()) dtype = s.dtype;
     // The winner's CUPTI profile at the smallest and the largest shape of its dtype, beside S's: what the
     // next rewrite of this family reads.
     std::vector<std::string> shapes;
@@ -346,9 +327,9 @@ int run_agent(const AgentOptions& o, std::ostream& log) {
     if (shapes.size() > 2) shapes = {shapes.front(), shapes.back()};
     Judgement prof = profile(tc, cand, tune.ranking.best_id, dtype, shapes, root / "profile");
     (void)record.write_round(round, "profile.log", prof.log);
-    fam.findings = edge.findings + rank.findings + san.findings + prof.findings;
+    fam.findings = j.findings + prof.findings;
     families[node] = fam;
-    finish_round(rank.verdict, rank.reason, tune.ranking.geomean_speedup, tune.ranking.band, tune.ranking.best_id, fam.findings);
+    finish_round(j.verdict, j.reason, tune.ranking.geomean_speedup, tune.ranking.band, tune.ranking.best_id, fam.findings);
   }
 
   // ---- the outcome ----
@@ -396,10 +377,11 @@ namespace {
 constexpr const char* agent_help = R"(usage: ktune agent S.cu --spec SPEC.json --name OP [options] [--llm-* settings]
 
 Stage 1 of ktune: an LLM rewrites the original kernel S into a tunable family (space.hpp, family.cuh);
-every candidate is built here, judged against S on the GPU (fresh random inputs, edge shapes, poisoned
-outputs, compute-sanitizer on the winner) and tuned (the search of make tune); the planner decides each next
-round from the measurements. The best correct family becomes kernels/OP/; runs/OP/<time>/ records every
-round. S's form and the providers' settings: generator/README.md.
+every candidate is built here, judged against S on the GPU (fresh random inputs in guarded buffers, edge
+and limit shapes, wide values, poisoned outputs, compute-sanitizer on every variant the tuned table can
+install) and tuned (the search of make tune); the planner decides each next round from the measurements.
+The best correct family becomes kernels/OP/; runs/OP/<time>/ records every round. S's form and the
+providers' settings: generator/README.md.
 
   --spec FILE        spec.json of the op (docs/kernel-folder.md)
   --name OP          the new op's name (lowercase identifier)
@@ -415,29 +397,24 @@ round. S's form and the providers' settings: generator/README.md.
   --fixes N          follow-ups per round after a failed build or refused answer (default 2)
   --quick            fewer timing samples (smoke runs)
   --seed N           seed of the judge's random inputs (default: fresh per run)
-  --no-sanitizer     skip compute-sanitizer on the winner
+  --gate-timeout S   seconds for all the gate runs of one family together: edge shapes, wide values,
+                     limit shapes (default 300); a family still running then is rejected as timeout
+  --tune-timeout S   seconds for each process of a family's search (default 900)
+  --sanitizer-timeout S  seconds for each compute-sanitizer process (default 600)
+  --no-sanitizer     skip compute-sanitizer (memcheck, racecheck, initcheck on every variant the tuned
+                     table can install)
   --replay FILE      answer from a recorded llm.jsonl instead of the network (no endpoint needed)
 )";
 
 }  // namespace
 
-int agent_command(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "--help" || a == "-h") {
-      std::cout << agent_help << "\nLLM settings (flags over the --llm-config file over presets over defaults):\n"
-                << llm::flags_usage();
-      return agent_ok;
-    }
+std::string parse_agent_args(const std::vector<std::string>& args, AgentOptions& o) {
   // The agent asks for JSON answers, so JSON mode is on unless the flags or the file turn it off (a
   // server without it, such as some llama.cpp builds).
   llm::ProviderConfig base;
   base.json_mode = true;
   llm::FlagParse flags = llm::parse_flags(args, base);
-  if (!flags.ok()) {
-    std::cerr << "ktune agent: " << flags.error << "\n";
-    return agent_usage;
-  }
-  AgentOptions o;
+  if (!flags.ok()) return flags.error;
   o.llm = flags.config;
   std::vector<std::string> positional;
   const std::vector<std::string>& rest = flags.rest;
@@ -451,9 +428,28 @@ int agent_command(const std::vector<std::string>& args) {
       auto number = [&]() -> long long {
         const std::string v = value();
         std::size_t used = 0;
-        const long long n = std::stoll(v, &used);
+        long long n = -1;
+        try {
+          n = std::stoll(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
         if (used != v.size() || n < 0) throw std::invalid_argument(a + " needs a non-negative integer, not '" + v + "'");
         return n;
+      };
+      // A time limit: seconds, a finite number above zero.
+      auto seconds = [&]() -> double {
+        const std::string v = value();
+        std::size_t used = 0;
+        double x = 0;
+        try {
+          x = std::stod(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (v.empty() || used != v.size() || !std::isfinite(x) || x <= 0)
+          throw std::invalid_argument(a + " needs a time limit in seconds above zero, not '" + v + "'");
+        return x;
       };
       if (a == "--spec") o.spec = value();
       else if (a == "--name") o.op = value();
@@ -471,6 +467,9 @@ int agent_command(const std::vector<std::string>& args) {
       else if (a == "--patience") o.budget.patience = static_cast<int>(number());
       else if (a == "--fixes") o.max_fixes = static_cast<int>(number());
       else if (a == "--seed") o.testing.seed = o.tuning.seed = static_cast<std::uint64_t>(number());
+      else if (a == "--gate-timeout") o.testing.gate_timeout_s = seconds();
+      else if (a == "--sanitizer-timeout") o.testing.sanitizer_timeout_s = seconds();
+      else if (a == "--tune-timeout") o.tuning.timeout_s = seconds();
       else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown option " + a + " (see ktune agent --help)");
       else positional.push_back(a);
     }
@@ -478,10 +477,24 @@ int agent_command(const std::vector<std::string>& args) {
     if (o.spec.empty()) throw std::invalid_argument("--spec SPEC.json is required");
     if (o.op.empty()) throw std::invalid_argument("--name OP is required");
   } catch (const std::exception& e) {
-    std::cerr << "ktune agent: " << e.what() << "\n";
-    return agent_usage;
+    return e.what();
   }
   o.source = positional[0];
+  return {};
+}
+
+int agent_command(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--help" || a == "-h") {
+      std::cout << agent_help << "\nLLM settings (flags over the --llm-config file over presets over defaults):\n"
+                << llm::flags_usage();
+      return agent_ok;
+    }
+  AgentOptions o;
+  if (std::string e = parse_agent_args(args, o); !e.empty()) {
+    std::cerr << "ktune agent: " << e << "\n";
+    return agent_usage;
+  }
   return run_agent(o, std::cout);
 }
 

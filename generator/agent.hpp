@@ -47,6 +47,11 @@ enum AgentExit : int {
 /// Runs the loop; progress and the outcome go to `log`.
 int run_agent(const AgentOptions& options, std::ostream& log);
 
+/// Reads `ktune agent`'s command line (args after "agent", --help excepted) into `out`. Returns the
+/// usage error (agent_command prints it and exits with agent_usage), empty on success. The time limits
+/// --gate-timeout, --sanitizer-timeout and --tune-timeout take seconds above zero.
+std::string parse_agent_args(const std::vector<std::string>& args, AgentOptions& out);
+
 /// `ktune agent` from the command line (args after "agent").
 int agent_command(const std::vector<std::string>& args);
 

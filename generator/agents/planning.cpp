@@ -15,8 +15,13 @@ namespace ktune::gen {
 namespace {
 
 constexpr std::array<const char*, 3> kKindNames = {"original", "rewrite", "reparam"};
-constexpr std::array<const char*, 8> kVerdictNames = {"pending",  "compile_error", "incorrect", "race",
-                                                      "timeout",  "rejected",      "slower",    "measured"};
+// Indexed by Node::Verdict: appended to, never reordered (planner.json stores the names).
+constexpr std::array<const char*, 17> kVerdictNames = {
+    "pending",          "compile_error",    "incorrect",          "race",           "timeout",
+    "rejected",         "slower",           "measured",           "out_of_bounds_write",
+    "input_modified",   "unwritten_output", "nondeterministic",   "work_skipped",   "implausible_time",
+    "narrower_than_s",  "out_of_bounds_access", "uninitialized_read"};
+static_assert(kVerdictNames.size() == Node::uninitialized_read + 1, "one name per Node::Verdict");
 constexpr std::array<const char*, 3> kActionNames = {"rewrite", "reparam", "stop"};
 
 double band_of(const Node& n) { return std::max(n.noise_band, Planner::kMinBand); }
@@ -77,8 +82,8 @@ const char* to_string(Node::Verdict verdict) { return name_of(kVerdictNames, ver
 const char* to_string(Decision::Action action) { return name_of(kActionNames, action); }
 
 bool is_failure(Node::Verdict v) {
-  return v == Node::compile_error || v == Node::incorrect || v == Node::race || v == Node::timeout ||
-         v == Node::rejected;
+  return v != Node::pending && v != Node::slower && v != Node::measured && static_cast<int>(v) >= 0 &&
+         static_cast<std::size_t>(v) < kVerdictNames.size();
 }
 
 bool is_correct_measured(const Node& n) {

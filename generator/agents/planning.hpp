@@ -25,7 +25,8 @@
 //     creeping gains inside the noise never add up to a "gain".
 //  3. Start: while the tree holds only S, rewrite S.
 //  4. Failure: when every finished node of the latest round failed (compile error after the
-//     generation agent's own retries, incorrect, race, timeout, rejected), the node it was derived
+//     generation agent's own retries, any of the judge's verdicts against it: incorrect, race,
+//     timeout, rejected, out_of_bounds_write, ...; is_failure), the node it was derived
 //     from (its parent for a rewrite, the node it re-parameterised for a re-parameterisation) gets a
 //     new semantic rewrite, and the reason quotes the failure. Once kMaxConsecutiveFailures of its
 //     expansions in a row have failed, that node is set aside for the round and rule 5 picks among
@@ -65,9 +66,20 @@ namespace ktune::gen {
 /// One candidate family (or S itself) in the planner's tree.
 struct Node {
   enum Kind { original, rewrite, reparam };
-  /// pending: not judged yet. compile_error, incorrect, race, timeout, rejected: failed, never
-  /// expanded. slower: correct and timed, slower than S. measured: correct and timed.
-  enum Verdict { pending, compile_error, incorrect, race, timeout, rejected, slower, measured };
+  /// pending: not judged yet. slower: correct and timed, slower than S. measured: correct and timed.
+  /// Every other verdict is a failure, never expanded: compile_error; timeout; rejected (the judge could
+  /// not use the family); the judge's verdicts that a variant is wrong (incorrect, out_of_bounds_write,
+  /// input_modified, unwritten_output, nondeterministic, work_skipped, implausible_time: the names of
+  /// include/ktune/judge.hpp); narrower_than_s (Space::unaligned_point refuses or fails a call S
+  /// answers); and compute-sanitizer's reports (race: racecheck, out_of_bounds_access: memcheck,
+  /// uninitialized_read: initcheck).
+  /// New names are appended, never inserted: planner.json stores the names, and the order is the
+  /// enum's values.
+  enum Verdict {
+    pending, compile_error, incorrect, race, timeout, rejected, slower, measured,
+    out_of_bounds_write, input_modified, unwritten_output, nondeterministic, work_skipped, implausible_time,
+    narrower_than_s, out_of_bounds_access, uninitialized_read
+  };
 
   int id = -1;
   int parent = -1;    ///< -1 for the root (S); a reparam's parent is its based_on's parent
@@ -115,7 +127,7 @@ struct Decision {
 const char* to_string(Node::Kind kind);
 const char* to_string(Node::Verdict verdict);
 const char* to_string(Decision::Action action);
-/// compile_error, incorrect, race, timeout, rejected.
+/// Every verdict but pending, slower and measured (see Node::Verdict).
 bool is_failure(Node::Verdict verdict);
 /// measured or slower with a speedup: the only nodes whose speedup counts.
 bool is_correct_measured(const Node& node);

@@ -107,7 +107,9 @@ TuningResult tune_candidate(const Toolchain& tc, const Candidate& c, const fs::p
     log_process(t.log, cmd, r);
     if (r.ok()) return true;
     t.timed_out = r.timed_out;
-    t.error = fmt::format("{} {}: {}", what, r.timed_out ? "timed out" : "failed (exit " + std::to_string(r.exit_code) + ")",
+    t.error = fmt::format("{} {}: {}", what,
+                          r.timed_out ? fmt::format("did not finish within the tuning time limit of {:.0f} s (--tune-timeout)", options.timeout_s)
+                                      : "failed (exit " + std::to_string(r.exit_code) + ")",
                           bounded_diagnostics(r.output + r.error, 2000));
     return false;
   };

@@ -19,7 +19,7 @@ namespace ktune::gen {
 
 struct TuningOptions {
   bool quick = false;          ///< ktune_bench --quick (fewer samples: smoke runs and tests)
-  double timeout_s = 900;      ///< per benchmark run
+  double timeout_s = 900;      ///< per process: the search, then ktune select (`ktune agent --tune-timeout`)
   std::uint64_t seed = 0;      ///< 0: a fresh seed per run
 };
 
@@ -33,6 +33,8 @@ struct ShapeOutcome {
   double copy_same_size_us = 0;
 };
 
+/// A variant the results file excludes: `verdict` is the results file's name for it (judge::name:
+/// ok, incorrect, out_of_bounds_write, ..., rejected, cannot_implement, error), `error` its first message.
 struct ExcludedVariant {
   std::string dtype, id, verdict, error;
 };

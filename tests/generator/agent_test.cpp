@@ -24,6 +24,46 @@ fs::path fresh(const std::string& name) {
 
 }  // namespace
 
+TEST(AgentCpu, TimeLimitFlagsSetTheJudgesLimits) {
+  const std::vector<std::string> base = {"s.cu", "--spec", "op.spec.json", "--name", "my_op", "--llm-base-url", "http://127.0.0.1:9/v1"};
+  AgentOptions defaults;
+  ASSERT_EQ(parse_agent_args(base, defaults), "");
+  EXPECT_EQ(defaults.source, "s.cu");
+  EXPECT_EQ(defaults.testing.gate_timeout_s, 300);
+  EXPECT_EQ(defaults.testing.sanitizer_timeout_s, 600);
+  EXPECT_EQ(defaults.tuning.timeout_s, 900);
+
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--gate-timeout", "45", "--sanitizer-timeout", "120.5", "--tune-timeout", "1e3"});
+  AgentOptions o;
+  ASSERT_EQ(parse_agent_args(args, o), "");
+  EXPECT_EQ(o.testing.gate_timeout_s, 45);
+  EXPECT_EQ(o.testing.sanitizer_timeout_s, 120.5);
+  EXPECT_EQ(o.tuning.timeout_s, 1000);
+
+  for (const char* flag : {"--gate-timeout", "--sanitizer-timeout", "--tune-timeout"}) {
+    for (const char* bad : {"0", "-5", "ten", "5s", "", "inf", "nan"}) {
+      std::vector<std::string> a = base;
+      a.insert(a.end(), {flag, bad});
+      AgentOptions x;
+      const std::string e = parse_agent_args(a, x);
+      EXPECT_NE(e.find(flag), std::string::npos) << flag << " " << bad << ": " << e;
+      EXPECT_NE(e.find("above zero"), std::string::npos) << e;
+      EXPECT_EQ(agent_command(a), agent_usage) << flag << " " << bad;
+    }
+    std::vector<std::string> a = base;
+    a.push_back(flag);  // no value
+    AgentOptions x;
+    EXPECT_NE(parse_agent_args(a, x).find("needs a value"), std::string::npos) << flag;
+    EXPECT_EQ(agent_command(a), agent_usage);
+  }
+  // Other usage errors still read as before.
+  AgentOptions x;
+  EXPECT_NE(parse_agent_args({"s.cu", "--name", "op"}, x).find("--spec"), std::string::npos);
+  EXPECT_NE(parse_agent_args({"s.cu", "--spec", "a", "--name", "op", "--rounds", "x"}, x).find("non-negative integer"), std::string::npos);
+  EXPECT_NE(parse_agent_args({"s.cu", "--spec", "a", "--name", "op", "--bogus"}, x).find("unknown option --bogus"), std::string::npos);
+}
+
 TEST(AgentCpu, MissingEndpointNamesTheSettingAndWritesNothing) {
   const fs::path work = fresh("missing");
   AgentOptions o = sample_options(work, "");
