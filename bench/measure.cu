@@ -39,13 +39,8 @@ namespace {
 
 constexpr std::size_t tensor_alignment = 256;   // what cudaMalloc gives: full-width vector paths apply
 constexpr std::size_t compare_chunk = std::size_t{1} << 20;
-// The judge's timing rules (docs/judge.md). A checked call may take this many times the timed calls'
-// median (plus twice a plain launch: the checked call is launched alone, the timed ones may be graph
-// replays) before the timed calls count as having skipped work; honest variants stay within 1.1x.
-constexpr double work_time_factor = 1.5;
-// A time below the DRAM floor by more than this (or the timing's own spread) is implausible; honest
-// variants reached 103% of the copy ceiling on an H200 (reads are cheaper than writes).
-constexpr double implausible_margin = 0.15;
+using judge::implausible_margin;
+using judge::work_time_factor;
 
 std::string describe(const Status& st) {
   std::string s = st.message;

@@ -5,7 +5,9 @@
 // triggered it, and a one-line message such as
 //   "global loads: 32.0 sectors per request, 8.0x the 4.0 a coalesced 4-byte access needs: uncoalesced access".
 // A rule whose inputs were not measured stays silent: absence of evidence is not a finding. These
-// findings go into the reports and, later, to the generator's planning agent.
+// findings go into the reports and to the generator's LLM, so every figure is plausible or says why
+// not: a rate is shown within 0-100% (percent_text, l2_hit_text), and a call that moved its bytes faster
+// than DRAM can gets the implausible_bandwidth finding, a judge's matter, instead of advice.
 //
 // Host-only, no CUPTI and no CUDA: usable by every tool and testable on any machine.
 #pragma once
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "judge.hpp"
 #include "profile/metrics.hpp"
 
 namespace ktune::profile {
@@ -35,6 +38,9 @@ inline constexpr const char* launch_bound_grid = "launch_bound_grid";
 inline constexpr const char* launch_bound_time = "launch_bound_time";
 inline constexpr const char* excess_dram_traffic = "excess_dram_traffic";
 inline constexpr const char* spills = "spills";
+/// Not advice: the call moved the spec's bytes faster than DRAM can, so its time (and every finding
+/// drawn from it) is not a measurement of the work; the judge rejects such a time as implausible_time.
+inline constexpr const char* implausible_bandwidth = "implausible_bandwidth";
 }  // namespace rules
 
 /// The thresholds of the rules. Defaults are what the rules are tested with.
@@ -58,6 +64,9 @@ struct Thresholds {
   double excess_min_bytes = 4.0 * (1 << 20);
   /// Local memory per thread above this many bytes: spills (or run-time indexed arrays).
   std::int64_t spill_bytes = 0;
+  /// Spec bytes / device time above the copy ceiling by more than this fraction (or the timing's spread,
+  /// when larger) is implausible: no call moves its bytes faster than DRAM. The judge's margin.
+  double implausible_margin = judge::implausible_margin;
 };
 
 struct Finding {
@@ -114,6 +123,34 @@ inline std::string fmt(const char* f, double a) {
   std::snprintf(buf, sizeof(buf), f, a);
   return buf;
 }
+}  // namespace detail
+
+/// A rate in % as ktune shows it: within 0-100%, or, for a value the counters put outside that range,
+/// the bound with the value read and why ("100% (read 141%: ...)"). Every ratio of two hardware counters
+/// can leave [0, 100] when the range profiler counts numerator and denominator in different replay
+/// passes that saw different work.
+inline std::string percent_text(double pct) {
+  if (pct >= 0 && pct <= 100.5) return detail::fmt("%.0f%%", pct);
+  return detail::fmt("%.0f%%", pct < 0 ? 0.0 : 100.0) + detail::fmt(" (read %.0f%%", pct) +
+         ": its counters disagree between replay passes, as for a call too short to fill the GPU or one whose work "
+         "differs between calls)";
+}
+
+/// The L2 hit rate as shown: hits over hit and missed lookups (KernelMetrics::l2_hit_rate_pct), and a
+/// note when Nsight's ratio over all L2 sectors read above 100%, which means the replay passes that
+/// counted them disagree: the call is too short to fill the GPU, or its work differs between calls.
+inline std::string l2_hit_text(const KernelMetrics& k) {
+  const std::optional<double> rate = k.l2_hit_rate_pct();
+  if (!rate) return {};
+  std::string s = "L2 hit " + percent_text(*rate);
+  if (k.l2_counters_disagree())
+    s += detail::fmt(" (lts__t_sector_hit_rate read %.0f%%", *k.l2_hit_pct) +
+         ": the L2 counters disagree between replay passes, as for a call too short to fill the GPU or one whose "
+         "work differs between calls)";
+  return s;
+}
+
+namespace detail {
 /// "1.23 GB", "456 MB", "789 KB": byte counts in messages.
 inline std::string bytes_text(double b) {
   if (b >= 1e9) return fmt("%.2f GB", b / 1e9);
@@ -143,7 +180,7 @@ inline void coalescing(const KernelMetrics& k, bool loads, const Thresholds& t, 
   f.message = std::string(loads ? "global loads: " : "global stores: ") + fmt("%.1f sectors per request, ", *spr) +
               fmt("%.1fx the ", ratio) + fmt("%.1f", *ideal) + " a coalesced access of " + fmt("%.0f", *ideal) +
               " bytes per thread needs";
-  if (k.dram_throughput_pct) f.message += fmt("; DRAM throughput %.0f%%", *k.dram_throughput_pct);
+  if (k.dram_throughput_pct) f.message += "; DRAM throughput " + percent_text(*k.dram_throughput_pct);
   f.message += ": uncoalesced access";
   out.push_back(std::move(f));
 }
@@ -165,7 +202,7 @@ inline void occupancy(const KernelMetrics& k, const DeviceFacts& d, const Thresh
   f.message = "occupancy limited by registers: " + std::to_string(*k.registers) + " per thread allow " +
               std::to_string(o.blocks) + " blocks of " + std::to_string(k.threads_per_block()) + " threads per SM (" +
               fmt("%.0f%%", 100 * o.occupancy) + " of the warps, threshold " + fmt("%.0f%%", 100 * t.occupancy_target) + ")";
-  if (k.achieved_occupancy) f.message += fmt("; achieved %.0f%%", 100 * *k.achieved_occupancy);
+  if (k.achieved_occupancy) f.message += "; achieved " + percent_text(100 * *k.achieved_occupancy);
   out.push_back(std::move(f));
 }
 
@@ -208,10 +245,97 @@ inline std::optional<double> device_time_us(const ProfileRecord& r) {
   return r.event_us;
 }
 
+/// The call's effective bandwidth against the copy ceiling: spec bytes (else measured DRAM bytes) over
+/// the device time. Empty where a figure is missing.
+struct Bandwidth {
+  double bytes = 0, gbps = 0, ceiling_gbps = 0;
+  double pct = 0;          ///< of the copy ceiling
+  bool spec_bytes = true;  ///< bytes are the spec's (else measured DRAM bytes)
+  bool implausible = false;  ///< above the ceiling beyond the margin: not a measurement of the work
+  double margin = 0;         ///< the margin applied
+};
+
+inline std::optional<Bandwidth> bandwidth(const ProfileRecord& r, const Thresholds& t = {}) {
+  const std::optional<double> time_us = device_time_us(r);
+  const std::optional<double> bytes = r.expected_bytes ? r.expected_bytes : r.dram_bytes();
+  if (!r.copy_ceiling_gbps || !(*r.copy_ceiling_gbps > 0) || !time_us || !(*time_us > 0) || !bytes) return std::nullopt;
+  Bandwidth b;
+  b.bytes = *bytes;
+  b.spec_bytes = r.expected_bytes.has_value();
+  b.gbps = *bytes / (*time_us * 1e3);
+  b.ceiling_gbps = *r.copy_ceiling_gbps;
+  b.pct = 100.0 * b.gbps / b.ceiling_gbps;
+  // The timing's own spread widens the margin, as in the judge: the activity durations' when they gave
+  // the time, else the events'.
+  double spread = r.event_spread.value_or(0);
+  if (r.activity_us()) {
+    spread = 0;
+    for (const KernelMetrics& k : r.kernels) spread = std::max(spread, k.duration_spread.value_or(0));
+  }
+  b.margin = std::max(t.implausible_margin, spread);
+  // With a warm L2 (one buffer set) a call that fits in the L2 may legitimately beat DRAM.
+  const bool l2_may_serve = r.warm_l2 && (r.device.l2_bytes <= 0 || b.bytes <= 2.0 * static_cast<double>(r.device.l2_bytes));
+  b.implausible = !l2_may_serve && b.gbps > b.ceiling_gbps * (1 + b.margin);
+  return b;
+}
+
+/// The bandwidth line of a report: "bandwidth 3254 GB/s = 77% of the 4240 GB/s copy ceiling"; between
+/// 100% and the margin it says why a figure above the ceiling is possible, and beyond the margin that the
+/// figure is implausible rather than a percentage. Empty without the figures.
+inline std::string bandwidth_text(const ProfileRecord& r, const Thresholds& t = {}) {
+  const std::optional<Bandwidth> b = bandwidth(r, t);
+  if (!b) return {};
+  std::string s = detail::fmt("bandwidth %.0f GB/s", b->gbps);
+  if (b->implausible)
+    return s + detail::fmt(", %.1fx the ", b->gbps / b->ceiling_gbps) + detail::fmt("%.0f GB/s", b->ceiling_gbps) +
+           " copy ceiling: implausible, not a measurement of the work (see the finding)";
+  s += detail::fmt(" = %.0f%%", b->pct) + detail::fmt(" of the %.0f GB/s copy ceiling", b->ceiling_gbps);
+  if (b->pct > 100.5)
+    s += detail::fmt(" (above it by less than the %.0f%% margin", 100 * b->margin) +
+         ": a call that reads more than it writes can beat a copy)";
+  return s;
+}
+
+/// One kernel's hardware metrics in a line ("DRAM 12.3 MB (45% of peak), occupancy 80%, SM 30%, L2 hit
+/// 12%, ld 4.0 sectors/req"), only what was measured, every rate within 0-100% (percent_text).
+inline std::string kernel_metrics_text(const KernelMetrics& k) {
+  std::vector<std::string> parts;
+  if (auto d = k.dram_bytes()) {
+    std::string p = detail::fmt("DRAM %.1f MB", *d / 1e6);
+    if (k.dram_throughput_pct) p += " (" + percent_text(*k.dram_throughput_pct) + " of peak)";
+    parts.push_back(p);
+  }
+  if (k.achieved_occupancy) parts.push_back("occupancy " + percent_text(100 * *k.achieved_occupancy));
+  if (k.sm_throughput_pct) parts.push_back("SM " + percent_text(*k.sm_throughput_pct));
+  if (std::string l2 = l2_hit_text(k); !l2.empty()) parts.push_back(l2);
+  if (auto spr = k.ld_sectors_per_request()) parts.push_back(detail::fmt("ld %.1f sectors/req", *spr));
+  std::string s;
+  for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
+  return s;
+}
+
 /// All findings for `r`, in a fixed order: per kernel (launch order) coalescing, occupancy, grid and
-/// spills; then the whole-call rules (launch floor, bandwidth, excess traffic).
+/// spills; then the whole-call rules (launch floor, bandwidth, excess traffic). A call that moved its
+/// bytes faster than DRAM can gets one finding instead, implausible_bandwidth: its time and counters do
+/// not measure the work, so no advice is drawn from them (the judge rejects it as implausible_time).
 inline std::vector<Finding> diagnose(const ProfileRecord& r, const Thresholds& t = {}) {
   std::vector<Finding> out;
+  if (const std::optional<Bandwidth> b = bandwidth(r, t); b && b->implausible) {
+    Finding f;
+    f.rule = rules::implausible_bandwidth;
+    f.metric = b->spec_bytes ? "spec bytes / device time, over the copy ceiling"
+                             : "(dram__bytes_read.sum + dram__bytes_write.sum) / device time, over the copy ceiling";
+    f.value = b->gbps / b->ceiling_gbps;
+    f.comparison = ">";
+    f.threshold = 1 + b->margin;
+    f.message = "implausible measurement: " + detail::bytes_text(b->bytes) + detail::fmt(" in %.2f us", *device_time_us(r)) +
+                detail::fmt(" is %.0f GB/s, ", b->gbps) + detail::fmt("%.1fx the ", f.value) +
+                detail::fmt("%.0f GB/s", b->ceiling_gbps) +
+                " copy ceiling, faster than this GPU's DRAM can move the bytes: the call may have skipped work; the "
+                "judge rejects such times as implausible_time (no other finding is drawn from this call)";
+    out.push_back(std::move(f));
+    return out;
+  }
   for (const KernelMetrics& k : r.kernels) {
     detail::coalescing(k, true, t, out);
     detail::coalescing(k, false, t, out);
@@ -236,28 +360,20 @@ inline std::vector<Finding> diagnose(const ProfileRecord& r, const Thresholds& t
     }
   }
 
-  const std::optional<double> time_us = device_time_us(r);
   const std::optional<double> dram = r.dram_bytes();
-  if (r.copy_ceiling_gbps && *r.copy_ceiling_gbps > 0 && time_us && *time_us > 0) {
-    const std::optional<double> bytes = r.expected_bytes ? r.expected_bytes : dram;
-    if (bytes && *bytes >= t.bandwidth_min_bytes) {
-      const double gbps = *bytes / (*time_us * 1e3);
-      const double pct = 100.0 * gbps / *r.copy_ceiling_gbps;
-      if (pct < t.bandwidth_pct) {
-        Finding f;
-        f.rule = rules::dram_below_ceiling;
-        f.metric = r.expected_bytes ? "spec bytes / device time, % of the copy ceiling"
-                                    : "(dram__bytes_read.sum + dram__bytes_write.sum) / device time, % of the copy ceiling";
-        f.value = pct;
-        f.comparison = "<";
-        f.threshold = t.bandwidth_pct;
-        f.message = detail::fmt("bandwidth %.0f GB/s", gbps) + detail::fmt(" = %.0f%%", pct) + " of the " +
-                    detail::fmt("%.0f GB/s", *r.copy_ceiling_gbps) + " copy ceiling";
-        if (r.kernels.size() == 1 && r.kernels[0].dram_throughput_pct)
-          f.message += detail::fmt(" (DRAM throughput %.0f%% of peak)", *r.kernels[0].dram_throughput_pct);
-        out.push_back(std::move(f));
-      }
-    }
+  if (const std::optional<Bandwidth> b = bandwidth(r, t); b && b->bytes >= t.bandwidth_min_bytes && b->pct < t.bandwidth_pct) {
+    Finding f;
+    f.rule = rules::dram_below_ceiling;
+    f.metric = b->spec_bytes ? "spec bytes / device time, % of the copy ceiling"
+                             : "(dram__bytes_read.sum + dram__bytes_write.sum) / device time, % of the copy ceiling";
+    f.value = b->pct;
+    f.comparison = "<";
+    f.threshold = t.bandwidth_pct;
+    f.message = detail::fmt("bandwidth %.0f GB/s", b->gbps) + detail::fmt(" = %.0f%%", b->pct) + " of the " +
+                detail::fmt("%.0f GB/s", b->ceiling_gbps) + " copy ceiling";
+    if (r.kernels.size() == 1 && r.kernels[0].dram_throughput_pct)
+      f.message += " (DRAM throughput " + percent_text(*r.kernels[0].dram_throughput_pct) + " of peak)";
+    out.push_back(std::move(f));
   }
 
   if (r.expected_bytes && *r.expected_bytes >= t.excess_min_bytes && dram) {

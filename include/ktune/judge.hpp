@@ -80,6 +80,15 @@ inline bool verdict_of_name(std::string_view s, Verdict& out) {
   return false;
 }
 
+// The judge's timing rules (docs/judge.md), shared by ktune_bench and the profile's diagnosis.
+/// A time below the spec's bytes at the copy ceiling by more than this (or the timing's own spread) is
+/// implausible: honest variants reached 103% of the ceiling on an H200 (reads are cheaper than writes).
+inline constexpr double implausible_margin = 0.15;
+/// A checked call may take this many times the timed calls' median (plus two plain launches: the
+/// checked call runs alone, the timed ones may be graph replays) before the timed calls count as
+/// having skipped work.
+inline constexpr double work_time_factor = 1.5;
+
 /// "<prefix><details>": the message ktune_bench records for a failed variant.
 inline std::string message(Verdict v, const std::string& details) { return std::string(prefix(v)) + details; }
 

@@ -5,6 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <regex>
+#include <string>
+
 #include "agent_support.hpp"
 #include "generator/agents/answer.hpp"
 #include "generator/agents/prompts.hpp"
@@ -72,6 +76,151 @@ TEST(AgentsAnswer, StaticCheckRefusesReachingAroundTheJudge) {
     const std::string verdict = check_answer(a);
     EXPECT_NE(verdict.find(why), std::string::npos) << code << " -> " << verdict;
   }
+}
+
+// ---- no state across calls, no clocks, no capture queries (issue 15, item 5) -----------------------
+// Each attack is written as an LLM would write it, appended to an honest family; the refusal must quote
+// the construct. The static check is a first filter: the GPU checks are the real defence.
+
+TEST(AgentsAnswer, StaticCheckRefusesStateClocksAndCaptureQueries) {
+  const Answer base = valid_answer();
+  struct Attack {
+    const char* code;
+    const char* construct;  ///< what the refusal must quote
+    const char* rule;       ///< and the words that name the rule
+  };
+  const Attack attacks[] = {
+      // Mutable device state that survives between calls.
+      {"namespace ktune::ops::gelu_tanh_and_mul::detail {\n"
+       "// The input pointer of the last call: a repeated call finds its output already computed.\n"
+       "__device__ const void* seen_in[1024];\n"
+       "}\n",
+       "__device__ const void* seen_in", "device state"},
+      {"static __device__ unsigned long long memo_key[4096];  // hash of inputs already computed\n", "memo_key",
+       "device state"},
+      {"__managed__ int calls_so_far = 0;\n", "__managed__ int calls_so_far", "device state"},
+      {"__device__ __align__(16) float cached_out[1 << 20];\n", "cached_out", "device state"},
+      {"__device__ int next_ticket() {\n  static int ticket = 0;\n  return ticket++;\n}\n", "static int ticket",
+       "device state"},
+      // Time in device code (and in the adapter).
+      {"__device__ bool late() { return clock64() > 1000000; }\n", "clock64(", "clock or timer"},
+      {"__device__ bool skip() { return (clock() & 1) != 0; }\n", "clock(", "clock or timer"},
+      {"__device__ unsigned long long now() {\n  unsigned long long t;\n"
+       "  asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n  return t;\n}\n",
+       "globaltimer", "clock or timer"},
+      {"__device__ unsigned ticks() { unsigned c; asm volatile(\"mov.u32 %0, %%clock;\" : \"=r\"(c)); return c; }\n",
+       "%clock", "clock or timer"},
+      {"#include <cuda/std/chrono>\n__device__ long long stamp() {\n"
+       "  return cuda::std::chrono::system_clock::now().time_since_epoch().count();\n}\n",
+       "chrono", "clock or timer"},
+      // Host-side state in the adapter.
+      {"inline bool first_call() {\n  static bool warmed = false;\n  const bool first = !warmed;\n  warmed = true;\n"
+       "  return first;\n}\n",
+       "static bool warmed", "host-side state"},
+      {"inline int calls() { static int calls = 0; return ++calls; }\n", "static int calls", "host-side state"},
+      {"#include <map>\ninline bool seen_before(const void* in) {\n  static std::map<const void*, int> cache;\n"
+       "  return cache[in]++ > 0;\n}\n",
+       "static std::map<const void*, int> cache", "host-side state"},
+      {"namespace ktune::ops::gelu_tanh_and_mul {\nint g_count;\n}\n", "int g_count", "host-side state"},
+      {"std::unordered_map<std::uint64_t, bool> g_done;\n", "g_done", "host-side state"},
+      {"inline int& depth() {\n  thread_local int depth = 0;\n  return depth;\n}\n", "thread_local int depth",
+       "host-side state"},
+      {"struct CallCounter {\n  static inline int calls = 0;\n};\n", "static inline int calls", "host-side state"},
+      {"static const char* last_shape = nullptr;  // the pointee is const, the pointer is not\n",
+       "static const char* last_shape", "host-side state"},
+      {"inline char quote() { return '\"'; }\ninline int runs() {\n  static int n = 1'000;\n  return ++n;\n}\n",
+       "static int n", "host-side state"},
+      // A host adapter that behaves differently while a CUDA graph is captured.
+      {"inline bool capturing(cudaStream_t s) {\n  cudaStreamCaptureStatus st;\n  cudaStreamIsCapturing(s, &st);\n"
+       "  return st == cudaStreamCaptureStatusActive;\n}\n",
+       "cudaStreamIsCapturing", "captured"},
+      {"inline void info(cudaStream_t s) {\n  cudaStreamCaptureStatus st;\n  unsigned long long id;\n"
+       "  cudaStreamGetCaptureInfo(s, &st, &id);\n}\n",
+       "cudaStreamGetCaptureInfo", "captured"},
+      {"inline void relax() {\n  cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;\n"
+       "  cudaThreadExchangeStreamCaptureMode(&m);\n}\n",
+       "cudaThreadExchangeStreamCaptureMode", "captured"},
+  };
+  for (const Attack& at : attacks) {
+    Answer a = base;
+    a.family_cuh += std::string("\n") + at.code;
+    const std::string verdict = check_answer(a);
+    EXPECT_EQ(verdict.rfind("family.cuh ", 0), 0u) << at.code << " -> " << verdict;
+    EXPECT_NE(verdict.find(at.construct), std::string::npos) << at.code << " -> " << verdict;
+    EXPECT_NE(verdict.find(at.rule), std::string::npos) << at.code << " -> " << verdict;
+  }
+  // The same in space.hpp.
+  Answer a = base;
+  a.space_hpp += "\ninline int tuned_calls = 0;\n";
+  const std::string verdict = check_answer(a);
+  EXPECT_EQ(verdict.rfind("space.hpp ", 0), 0u) << verdict;
+  EXPECT_NE(verdict.find("inline int tuned_calls"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("host-side state"), std::string::npos) << verdict;
+}
+
+TEST(AgentsAnswer, StaticCheckPassesConstantsCommentsAndStrings) {
+  const Answer base = valid_answer();
+  const char* honest[] = {
+      "// static int calls = 0; clock64(); cudaStreamIsCapturing(s, &st); original::run(a, s);\n",
+      "/* __device__ int seen[64];\n   asm(\"mov.u64 %0, %%globaltimer;\");  thread_local int depth; */\n",
+      "inline constexpr int kWarp = 32;\n",
+      "static constexpr float kCoeffs[4] = {1.f, 2.f, 3.f, 4.f};\n",
+      "constexpr static int kThreads = 256;\n",
+      "__constant__ float gelu_table[256];\n",
+      "__device__ const float kScale = 0.7978845608f;\n",
+      "static float* const kNowhere = nullptr;\n",
+      "namespace ktune::ops::gelu_tanh_and_mul::detail {\nconst float kHalf = 0.5f;\nconstexpr int kLanes = 32;\n}\n",
+      "static_assert(sizeof(float) == 4, \"static int calls = 0; clock() and std::chrono are refused\");\n",
+      "struct Helper {\n  static int blocks(int n) { return (n + 255) / 256; }\n"
+      "  static constexpr const char* name = \"helper\";\n  static const int lanes = 32;\n  int per_call = 0;\n};\n",
+      "template <class E>\n__global__ void __launch_bounds__(256) scratch_kernel(E* out) {\n  __shared__ float tile[256];\n"
+      "  static __shared__ float sums[32];\n  extern __shared__ float dynamic_tile[];\n  __shared__ alignas(16) float v[4];\n"
+      "  tile[threadIdx.x] = dynamic_tile[0] + v[0];\n  sums[0] = tile[0];\n  out[0] = E(sums[0]);\n}\n",
+      "inline std::size_t big(int n) {\n  const std::size_t k = n < 4 ? 1'000'000 : 2;\n  std::size_t s = 0;\n"
+      "  for (std::size_t j = 0; j < k; ++j) s += j;\n  return s;\n}\n",
+      "inline char quote() { return '\"'; }\ninline const char* text() { return \"clock() /* not a comment\"; }\n",
+      "template <class T> constexpr int lanes_of = 32 / static_cast<int>(sizeof(T));\n",
+  };
+  for (const char* code : honest) {
+    Answer a = base;
+    a.family_cuh += std::string("\n") + code;
+    EXPECT_EQ(check_answer(a), "") << code;
+  }
+}
+
+namespace {
+/// A shipped family.cuh as an LLM writes it: without the S hooks (original_*) and the judge's headers
+/// that the three hand-written ops carry themselves, which an LLM's family gets from family_base.cuh.
+std::string without_s_hooks(const std::string& family) {
+  static const std::regex include(R"(#include\s*["<][^">]*(harness|registry|original)[^">]*[">]\n)");
+  static const std::regex hook(R"((template\s*<class E>\s*)?static\s+[\w:]+\s+original_\w+\([^)]*\)\s*\{[^}]*\}\n)");
+  return std::regex_replace(std::regex_replace(family, include, ""), hook, "");
+}
+}  // namespace
+
+TEST(AgentsAnswer, StaticCheckPassesTheShippedFamilies) {
+  auto folder_answer = [](const std::filesystem::path& dir, bool hand_written) {
+    Answer a;
+    a.space_hpp = slurp(dir / "space.hpp");
+    a.family_cuh = slurp(dir / "family.cuh");
+    if (hand_written) {
+      a.family_cuh = without_s_hooks(a.family_cuh);
+      EXPECT_EQ(a.family_cuh.find("original::"), std::string::npos) << dir;
+    }
+    return a;
+  };
+  for (const char* op : {"silu_and_mul", "merge_attn_states_lse"})
+    EXPECT_EQ(check_answer(folder_answer(source_dir() / "kernels" / op, true)), "") << op;
+  EXPECT_EQ(check_answer(folder_answer(source_dir() / "examples/03_your_own_kernel/kernels/add_bias", false)), "");
+  for (const char* name : {"does_not_compile", "wrong", "races", "slower", "faster"})
+    EXPECT_EQ(check_answer(folder_answer(sample_dir() / "answers" / name, false)), "") << name;
+
+  // fused_add_rmsnorm's adapter caches, per device, the shared-memory limit it raised and the occupancy
+  // calculator's answer in two function-local statics. Deterministic there, but to a static check the
+  // same as a memo of calls, so an LLM's family that did this would be refused: the check says so here.
+  const std::string verdict = check_answer(folder_answer(source_dir() / "kernels/fused_add_rmsnorm", true));
+  EXPECT_NE(verdict.find("host-side state"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("raised"), std::string::npos) << verdict;
 }
 
 TEST(AgentsPrompts, CarryTheConventionsTheTaskAndTheFindings) {

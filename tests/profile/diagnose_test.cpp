@@ -1,8 +1,10 @@
 // CPU tests of the diagnosis rules (ktune/diagnose.hpp) on recorded metric sets: every rule fires on a
-// set built to trigger it and stays silent on a good one, and the theoretical occupancy matches the
-// CUDA occupancy calculator on hand-computed cases.
+// set built to trigger it and stays silent on a good one, the theoretical occupancy matches the CUDA
+// occupancy calculator on hand-computed cases, and every figure shown is plausible (rates within
+// 0-100% or saying why, no bandwidth above the copy ceiling presented as one).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -119,6 +121,15 @@ TEST(Diagnose, NarrowCoalescedLoadsAreNotUncoalesced) {
   EXPECT_FALSE(fired(diagnose(r), rules::uncoalesced_loads));
   k.ld_sectors = *k.ld_requests * 4 * 2.0;
   EXPECT_TRUE(fired(diagnose(r), rules::uncoalesced_loads));
+}
+
+TEST(Diagnose, BroadcastLoadsAreNotUncoalesced) {
+  // Every lane reads the same word (a per-row flag or scalar): 4 bytes and one sector per request, as
+  // profiled on an H200. It is not 8x the 0.125 sectors the bytes alone would need.
+  ProfileRecord r = good_record();
+  r.kernels[0].ld_bytes = *r.kernels[0].ld_requests * 4;
+  r.kernels[0].ld_sectors = *r.kernels[0].ld_requests * 1;
+  EXPECT_FALSE(fired(diagnose(r), rules::uncoalesced_loads));
 }
 
 TEST(Diagnose, StridedStoresAreUncoalesced) {
@@ -337,6 +348,148 @@ TEST(Diagnose, FindingsAreDeterministicAndOrdered) {
   EXPECT_EQ(a[1].rule, rules::spills);
   EXPECT_EQ(a[2].rule, rules::dram_below_ceiling);  // ... then whole-call rules
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].message, b[i].message);
+}
+
+// ---- plausible figures: rates within 0-100%, no bandwidth above the copy ceiling as a finding --------
+// What ktune_profile prints goes to the generator's LLM: a prompt once said S had "L2 hit 141%" and a
+// cheating family "L2 hit 399%" and "71271 GB/s = 1682% of the copy ceiling".
+
+/// Every "N%" in `text` that is above 100 must be a value read, quoted beside the bound: "(read N%".
+void expect_rates_bounded(const std::string& text) {
+  for (std::size_t p = text.find('%'); p != std::string::npos; p = text.find('%', p + 1)) {
+    std::size_t b = p;
+    while (b > 0 && (std::isdigit(static_cast<unsigned char>(text[b - 1])) || text[b - 1] == '.')) --b;
+    if (b == p) continue;
+    const double v = std::stod(text.substr(b, p - b));
+    if (v > 100.5) EXPECT_EQ(text.compare(b >= 5 ? b - 5 : 0, 5, "read "), 0) << v << "% in: " << text;
+  }
+}
+
+TEST(Diagnose, L2HitRateIsHitsOverLookupsWithinAHundredPercent) {
+  // S at rms_norm fp32 tokens=1: Nsight's lts__t_sector_hit_rate (lookup hits over all L2 sectors, the
+  // two counted in different replay passes) read 141%; the lookups themselves hit 80%.
+  KernelMetrics k;
+  k.l2_hit_pct = 141.0;
+  k.l2_hit_sectors = 1200;
+  k.l2_miss_sectors = 300;
+  ASSERT_TRUE(k.l2_hit_rate_pct().has_value());
+  EXPECT_DOUBLE_EQ(*k.l2_hit_rate_pct(), 80.0);
+  EXPECT_TRUE(k.l2_counters_disagree());
+  const std::string text = ktune::profile::l2_hit_text(k);
+  EXPECT_EQ(text.rfind("L2 hit 80%", 0), 0u) << text;
+  EXPECT_NE(text.find("read 141%"), std::string::npos) << text;
+  EXPECT_NE(text.find("disagree between replay passes"), std::string::npos) << text;
+  expect_rates_bounded(text);
+
+  // The same counters, consistent: no note.
+  k.l2_hit_pct = 79.6;
+  EXPECT_EQ(ktune::profile::l2_hit_text(k), "L2 hit 80%");
+  EXPECT_FALSE(k.l2_counters_disagree());
+
+  // A record from before the sector counts (Nsight's ratio only, 399% for the cheating family):
+  // clamped, with the value read and why.
+  KernelMetrics old;
+  old.l2_hit_pct = 399.0;
+  EXPECT_DOUBLE_EQ(*old.l2_hit_rate_pct(), 100.0);
+  const std::string clamped = ktune::profile::l2_hit_text(old);
+  EXPECT_EQ(clamped.rfind("L2 hit 100%", 0), 0u) << clamped;
+  EXPECT_NE(clamped.find("read 399%"), std::string::npos) << clamped;
+  expect_rates_bounded(clamped);
+
+  KernelMetrics none;
+  EXPECT_FALSE(none.l2_hit_rate_pct().has_value());
+  EXPECT_EQ(ktune::profile::l2_hit_text(none), "");
+  none.l2_hit_sectors = 0;
+  none.l2_miss_sectors = 0;  // no lookups: no rate, not a division by zero
+  EXPECT_FALSE(none.l2_hit_rate_pct().has_value());
+}
+
+TEST(Diagnose, EveryRateShownIsWithinAHundredPercentOrSaysWhy) {
+  EXPECT_EQ(ktune::profile::percent_text(58.4), "58%");
+  EXPECT_EQ(ktune::profile::percent_text(100.4), "100%");
+  const std::string over = ktune::profile::percent_text(103.0);
+  EXPECT_EQ(over.rfind("100% (read 103%", 0), 0u) << over;
+  EXPECT_EQ(ktune::profile::percent_text(-2.0).rfind("0% (read -2%", 0), 0u);
+
+  ProfileRecord r = good_record();
+  KernelMetrics& k = r.kernels[0];
+  k.dram_throughput_pct = 104.0;  // % of peak sustained, elapsed: also a ratio of counters
+  k.achieved_occupancy = 1.07;
+  k.sm_throughput_pct = 12.0;
+  k.l2_hit_pct = 141.0;
+  k.l2_hit_sectors = 10;
+  k.l2_miss_sectors = 30;
+  const std::string line = ktune::profile::kernel_metrics_text(k);
+  EXPECT_NE(line.find("DRAM 512.0 MB (100% (read 104%"), std::string::npos) << line;
+  EXPECT_NE(line.find("occupancy 100% (read 107%"), std::string::npos) << line;
+  EXPECT_NE(line.find("L2 hit 25%"), std::string::npos) << line;
+  EXPECT_NE(line.find("ld 16.0 sectors/req"), std::string::npos) << line;
+  expect_rates_bounded(line);
+  expect_rates_bounded(ktune::profile::bandwidth_text(r));
+  r.kernels[0].ld_sectors = *r.kernels[0].ld_requests * 64;  // uncoalesced: its message quotes DRAM throughput
+  for (const Finding& f : diagnose(r)) expect_rates_bounded(f.message);
+}
+
+TEST(Diagnose, BandwidthAboveTheCopyCeilingIsImplausibleNotAFinding) {
+  // The family that skipped work when its output already held a result: tokens=4096, d=7168 fp32
+  // (in, weight, out: 235 MB) timed at 3.3 us against a 4240 GB/s ceiling.
+  ProfileRecord r = good_record();
+  r.expected_bytes = 235e6;
+  r.copy_ceiling_gbps = 4240;
+  r.kernels[0].duration_us = 3.3;  // 71212 GB/s
+  r.event_us = 2.2;                // and at the empty kernel's floor: a launch-bound finding if drawn
+  r.kernels[0].ld_sectors = *r.kernels[0].ld_requests * 64;  // and an uncoalesced one
+  const auto fs = diagnose(r);
+  ASSERT_EQ(fs.size(), 1u) << "no optimisation advice is drawn from an implausible measurement";
+  const Finding& f = fs[0];
+  EXPECT_EQ(f.rule, rules::implausible_bandwidth);
+  EXPECT_NEAR(f.value, 235e6 / 3.3e3 / 4240, 1e-9);
+  EXPECT_EQ(f.comparison, ">");
+  EXPECT_DOUBLE_EQ(f.threshold, 1.15);
+  for (const char* part : {"faster than this GPU's DRAM can move the bytes", "the call may have skipped work",
+                           "the judge rejects such times as implausible_time", "4240 GB/s copy ceiling", "16.8x"})
+    EXPECT_NE(f.message.find(part), std::string::npos) << part << " in: " << f.message;
+  EXPECT_EQ(f.message.find("% of"), std::string::npos) << f.message;
+  expect_rates_bounded(f.message);
+
+  const std::string line = ktune::profile::bandwidth_text(r);
+  EXPECT_NE(line.find("implausible"), std::string::npos) << line;
+  EXPECT_EQ(line.find('%'), std::string::npos) << "never as a percentage of the ceiling: " << line;
+
+  // Through JSON, as the reports read it.
+  const Finding g = ktune::profile::finding_from_json(ktune::profile::to_json(f));
+  EXPECT_EQ(g.rule, rules::implausible_bandwidth);
+  EXPECT_EQ(g.message, f.message);
+}
+
+TEST(Diagnose, BandwidthJustAboveTheCeilingIsPlausible) {
+  // Honest variants reached 103% of the copy ceiling on an H200 (reads are cheaper than writes).
+  ProfileRecord r = good_record();
+  r.kernels[0].duration_us = 512e6 / (1.03 * 3000 * 1e3);
+  EXPECT_FALSE(fired(diagnose(r), rules::implausible_bandwidth));
+  const std::string line = ktune::profile::bandwidth_text(r);
+  EXPECT_NE(line.find("= 103% of the 3000 GB/s copy ceiling"), std::string::npos) << line;
+  EXPECT_NE(line.find("margin"), std::string::npos) << "a figure above 100% says why it is possible: " << line;
+  // The timing's own spread widens the margin, as in the judge.
+  r.kernels[0].duration_us = 512e6 / (1.25 * 3000 * 1e3);
+  EXPECT_TRUE(fired(diagnose(r), rules::implausible_bandwidth));
+  r.kernels[0].duration_spread = 0.30;
+  EXPECT_FALSE(fired(diagnose(r), rules::implausible_bandwidth));
+}
+
+TEST(Diagnose, WarmL2MayBeatDramOnlyForCallsItHolds) {
+  ProfileRecord r = good_record();
+  r.warm_l2 = true;
+  r.expected_bytes = 16e6;  // within the 50 MB L2
+  r.kernels[0].duration_us = 1.0;  // 16000 GB/s: served by the L2
+  EXPECT_FALSE(fired(diagnose(r), rules::implausible_bandwidth));
+  r.expected_bytes = 512e6;  // beyond twice the L2: DRAM bounds it again
+  r.kernels[0].duration_us = 20.0;
+  EXPECT_TRUE(fired(diagnose(r), rules::implausible_bandwidth));
+  r.warm_l2 = false;
+  r.expected_bytes = 16e6;
+  r.kernels[0].duration_us = 1.0;
+  EXPECT_TRUE(fired(diagnose(r), rules::implausible_bandwidth)) << "cold L2: every byte comes from DRAM";
 }
 
 }  // namespace

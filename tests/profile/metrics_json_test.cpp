@@ -40,6 +40,7 @@ ProfileRecord full_record() {
   r.event_us = 3.75;
   r.event_spread = 0.0125;
   r.event_graph = true;
+  r.warm_l2 = true;
   r.activity_status = "ok";
   r.metrics_status = "ok";
   r.metric_passes = 17;
@@ -89,6 +90,7 @@ TEST(ProfileJson, RecordRoundTripsThroughText) {
   EXPECT_EQ(b.event_us, a.event_us);
   EXPECT_EQ(b.event_spread, a.event_spread);
   EXPECT_EQ(b.event_graph, a.event_graph);
+  EXPECT_EQ(b.warm_l2, a.warm_l2);
   EXPECT_EQ(b.activity_status, a.activity_status);
   EXPECT_EQ(b.metrics_status, a.metrics_status);
   EXPECT_EQ(b.metric_passes, a.metric_passes);
@@ -125,6 +127,7 @@ TEST(ProfileJson, MissingValuesStayMissing) {
   a.kernels[0].name = "k";
   const nlohmann::ordered_json j = ktune::profile::to_json(a);
   EXPECT_FALSE(j.contains("event_us")) << "absent values are omitted, never written as 0";
+  EXPECT_FALSE(j.contains("warm_l2")) << "cold L2, the default, is not written";
   EXPECT_FALSE(j["kernels"][0].contains("dram_read_bytes"));
   EXPECT_FALSE(j["kernels"][0].contains("stalls"));
   const ProfileRecord b = ktune::profile::record_from_json(nlohmann::ordered_json::parse(j.dump()));
@@ -155,6 +158,18 @@ TEST(ProfileJson, FindingsRoundTrip) {
   }
 }
 
+TEST(ProfileJson, L2HitRateFromTheSectorCountsOfARecord) {
+  // A kernel record as ktune_profile writes it for a call too short to fill the GPU: Nsight's ratio
+  // (lookup hits over all L2 sectors, counted in different replay passes) above 100%.
+  const auto j = nlohmann::ordered_json::parse(R"({"name": "k", "grid": [1, 1, 1], "block": [256, 1, 1],
+      "l2_hit_pct": 141.2, "l2_hit_sectors": 96, "l2_miss_sectors": 32})");
+  const KernelMetrics k = ktune::profile::kernel_from_json(j);
+  ASSERT_TRUE(k.l2_hit_rate_pct().has_value());
+  EXPECT_DOUBLE_EQ(*k.l2_hit_rate_pct(), 75.0);
+  EXPECT_TRUE(k.l2_counters_disagree());
+  EXPECT_EQ(ktune::profile::to_json(k)["l2_hit_pct"], 141.2) << "the value read stays in the record";
+}
+
 TEST(ProfileJson, DerivedRatios) {
   KernelMetrics k;
   EXPECT_FALSE(k.ld_sectors_per_request().has_value());
@@ -163,6 +178,8 @@ TEST(ProfileJson, DerivedRatios) {
   k.ld_bytes = 12800;  // 128 bytes per request: 4-byte loads by 32 lanes
   EXPECT_DOUBLE_EQ(*k.ld_sectors_per_request(), 32.0);
   EXPECT_DOUBLE_EQ(*k.ld_ideal_sectors_per_request(), 4.0);
+  k.ld_bytes = 400;  // 4 bytes per request: a warp-uniform (broadcast) load still needs one sector
+  EXPECT_DOUBLE_EQ(*k.ld_ideal_sectors_per_request(), 1.0);
   k.ld_requests = 0;
   EXPECT_FALSE(k.ld_sectors_per_request().has_value()) << "no requests: no ratio, not a division by zero";
 }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -56,8 +57,16 @@ struct KernelMetrics {
   std::optional<double> dram_throughput_pct;  ///< % of peak sustained DRAM throughput, elapsed
   std::optional<double> achieved_occupancy;   ///< active warps / max warps per SM, in [0, 1]
   std::optional<double> sm_throughput_pct;
+  /// Nsight Compute's L2 hit rate, lts__t_sector_hit_rate.pct, as read: lookup hits over lts__t_sectors,
+  /// a counter of all L2 sector traffic (every client) that the range profiler may count in another
+  /// replay pass than the hits. When the passes disagree (a call too short to saturate the GPU, or one
+  /// whose work differs between replays) it reads above 100%. Shown through l2_hit_rate_pct().
   std::optional<double> l2_hit_pct;
+  /// L1TEX hit rate, l1tex__t_sector_hit_rate.pct: lookup hits over lookup hits plus misses, so within
+  /// [0, 100] by construction.
   std::optional<double> l1_hit_pct;
+  std::optional<double> l2_hit_sectors;       ///< L2 sector lookups that hit
+  std::optional<double> l2_miss_sectors;      ///< L2 sector lookups that missed
   std::optional<double> ld_sectors;           ///< L1TEX sectors of global loads
   std::optional<double> ld_requests;          ///< L1TEX requests of global loads (one per warp instruction)
   std::optional<double> ld_bytes;             ///< bytes the threads asked for in global loads
@@ -78,9 +87,25 @@ struct KernelMetrics {
   std::optional<double> ld_sectors_per_request() const { return ratio(ld_sectors, ld_requests); }
   std::optional<double> st_sectors_per_request() const { return ratio(st_sectors, st_requests); }
   /// The sectors per request a perfectly coalesced, aligned access of the same width would need:
-  /// the requested bytes per request over the 32-byte sector (4 for 4-byte loads, 16 for 16-byte).
+  /// the requested bytes per request over the 32-byte sector (4 for 4-byte loads, 16 for 16-byte), and
+  /// at least 1: every request touches a sector, and a warp-uniform (broadcast) load asks for 4 bytes
+  /// (measured on an H200: 0.125 without this bound, which called such loads 8x uncoalesced).
   std::optional<double> ld_ideal_sectors_per_request() const { return ideal(ld_bytes, ld_requests); }
   std::optional<double> st_ideal_sectors_per_request() const { return ideal(st_bytes, st_requests); }
+  /// The L2 hit rate in % as ktune shows it: hits over hits plus misses of the same L2 sector lookups,
+  /// within [0, 100] by construction (L1TEX's rate is defined so; Nsight's L2 rate divides by all L2
+  /// sectors instead, see l2_hit_pct). Records without the sector counts fall back to l2_hit_pct,
+  /// clamped to [0, 100]; l2_counters_disagree() says when that clamp (or the disagreement) applies.
+  std::optional<double> l2_hit_rate_pct() const {
+    if (l2_hit_sectors && l2_miss_sectors && *l2_hit_sectors >= 0 && *l2_miss_sectors >= 0 &&
+        *l2_hit_sectors + *l2_miss_sectors > 0)
+      return 100.0 * *l2_hit_sectors / (*l2_hit_sectors + *l2_miss_sectors);
+    if (l2_hit_pct) return *l2_hit_pct < 0 ? 0.0 : *l2_hit_pct > 100 ? 100.0 : *l2_hit_pct;
+    return std::nullopt;
+  }
+  /// True when Nsight's L2 ratio reads above 100%: more hits than L2 sectors, so the counters came from
+  /// replay passes that did not see the same work (the 0.5 allows for rounding).
+  bool l2_counters_disagree() const { return l2_hit_pct && (*l2_hit_pct > 100.5 || *l2_hit_pct < 0); }
 
   static const std::vector<MetricField>& hardware_fields();
 
@@ -91,7 +116,7 @@ struct KernelMetrics {
   }
   static std::optional<double> ideal(const std::optional<double>& bytes, const std::optional<double>& requests) {
     if (!bytes || !requests || *requests <= 0) return std::nullopt;
-    return *bytes / 32.0 / *requests;
+    return std::max(1.0, *bytes / 32.0 / *requests);
   }
 };
 
@@ -120,6 +145,8 @@ inline const std::vector<MetricField>& KernelMetrics::hardware_fields() {
       {"sm_throughput_pct", "sm__throughput.avg.pct_of_peak_sustained_elapsed", 1.0, &KernelMetrics::sm_throughput_pct},
       {"l2_hit_pct", "lts__t_sector_hit_rate.pct", 1.0, &KernelMetrics::l2_hit_pct},
       {"l1_hit_pct", "l1tex__t_sector_hit_rate.pct", 1.0, &KernelMetrics::l1_hit_pct},
+      {"l2_hit_sectors", "lts__t_sectors_lookup_hit.sum", 1.0, &KernelMetrics::l2_hit_sectors},
+      {"l2_miss_sectors", "lts__t_sectors_lookup_miss.sum", 1.0, &KernelMetrics::l2_miss_sectors},
       {"ld_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 1.0, &KernelMetrics::ld_sectors},
       {"ld_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 1.0, &KernelMetrics::ld_requests},
       {"ld_bytes", "smsp__sass_data_bytes_mem_global_op_ld.sum", 1.0, &KernelMetrics::ld_bytes},
@@ -163,6 +190,7 @@ struct ProfileRecord {
   std::optional<double> event_us;          ///< CUDA-event median of one call
   std::optional<double> event_spread;
   bool event_graph = false;                ///< event_us came from graph replay
+  bool warm_l2 = false;                    ///< timed on one buffer set (--warm-l2): a call within the L2 may beat DRAM
   std::vector<KernelMetrics> kernels;      ///< in launch order
   std::string activity_status = "not run"; ///< "ok" or why the activity durations are missing
   std::string metrics_status = "not run";  ///< "ok" or why the hardware metrics are missing
@@ -294,6 +322,7 @@ inline nlohmann::ordered_json to_json(const ProfileRecord& r) {
   detail::put(j, "event_us", r.event_us);
   detail::put(j, "event_spread", r.event_spread);
   j["event_graph"] = r.event_graph;
+  if (r.warm_l2) j["warm_l2"] = true;  // absent: cold L2, the default of every timing
   j["activity_status"] = r.activity_status;
   j["metrics_status"] = r.metrics_status;
   j["metric_passes"] = r.metric_passes;
@@ -317,6 +346,7 @@ ProfileRecord record_from_json(const Json& j) {
   detail::get(j, "event_us", r.event_us);
   detail::get(j, "event_spread", r.event_spread);
   detail::get(j, "event_graph", r.event_graph);
+  detail::get(j, "warm_l2", r.warm_l2);
   detail::get(j, "activity_status", r.activity_status);
   detail::get(j, "metrics_status", r.metrics_status);
   detail::get(j, "metric_passes", r.metric_passes);
