@@ -63,6 +63,13 @@ against S. You never judge correctness or speed; the measurements come back to y
   no host synchronisation, no printf.
 - The family must not call S or its launcher, must not register anything (no `KTUNE_REGISTER`, no
   `Registry`, no `HarnessRegistry`) and must not copy memory itself: answers that do are refused unread.
+- Every call computes its outputs from that call's inputs alone: no state that survives a call (mutable
+  `__device__`/`__managed__` or `static` variables, host-side caches in the adapter), no clocks or timers, the
+  same work whether or not a CUDA graph is being captured, every launch on the stream given. Writes go to the
+  outputs only, every element of a write-only output is written, inputs are never written. The judge checks all
+  of this on the GPU (guarded buffers, every call run twice and compared bitwise, timed calls re-checked, times
+  below what DRAM allows rejected) and on every call S accepts, including more than 65,535 rows, tensors past
+  2^31 elements and inputs in the hundreds.
 - Includes: CUDA headers, the C++17 standard library, `<ktune/...>` headers and the folder's own files
   ("family_base.cuh", "space.hpp", "args.hpp"). Use `ktune::AlignedVector<E, N>`, `ktune::to_float`,
   `ktune::from_float<E>` from <ktune/intrinsics.cuh> and <ktune/dtype.hpp> as the example does.
