@@ -63,10 +63,25 @@ TEST(BenchOptions, Refusals) {
   EXPECT_NE(parse_options({"--retest", "c.json", "--list"}, o).find("cannot be combined"), std::string::npos);
 }
 
+TEST(BenchOptions, TheJudgesGateFlagsGoWithGate) {
+  Options o;
+  ASSERT_EQ(parse_options({"--gate", "g.json", "--separate-allocations", "--value-range=wide"}, o), "");
+  EXPECT_TRUE(o.separate_allocations);
+  EXPECT_TRUE(o.wide_values);
+  ASSERT_EQ(parse_options({"--gate=g.json", "--value-range", "default"}, o), "");
+  EXPECT_FALSE(o.wide_values);
+  EXPECT_FALSE(o.separate_allocations);
+  EXPECT_NE(parse_options({"--gate", "g.json", "--value-range", "huge"}, o).find("'default' or 'wide'"), std::string::npos);
+  // They change what the gate checks; a timed run's figures must come from the standard gate.
+  EXPECT_NE(parse_options({"--separate-allocations"}, o).find("use them with --gate"), std::string::npos);
+  EXPECT_NE(parse_options({"--value-range", "wide"}, o).find("use them with --gate"), std::string::npos);
+}
+
 TEST(BenchOptions, UsageNamesEveryFlag) {
   const std::string u = usage();
   for (const char* f : {"--ops", "--dtypes", "--shapes", "--variants", "--quick", "--warm-l2", "--retest", "--list",
-                        "--kernels", "--cache", "--no-cache", "--seed", "--print-gpu-slug", "--benchmark_out"})
+                        "--kernels", "--cache", "--no-cache", "--seed", "--print-gpu-slug", "--benchmark_out", "--gate",
+                        "--separate-allocations", "--value-range"})
     EXPECT_NE(u.find(f), std::string::npos) << f;
 }
 
