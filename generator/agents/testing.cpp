@@ -314,7 +314,8 @@ Judgement gate_edges(const Toolchain& tc, const Candidate& c, const std::string&
   std::vector<GateRun> runs{{"edge shapes", "edge", "gate-edge.json", edges, {}},
                             {"edge shapes, wide values", "edge", "gate-edge-wide.json", edges, {"--value-range", "wide"}}};
   for (const LimitSpec& l : limits)
-    runs.push_back({"limit shape " + l.what, "limit-" + l.name, "gate-limit-" + l.name + ".json", l.spec_text, {}});
+    if (l.name != "elements" || options.limit_elements)
+      runs.push_back({"limit shape " + l.what, "limit-" + l.name, "gate-limit-" + l.name + ".json", l.spec_text, {}});
 
   Judgement j;
   std::string findings;

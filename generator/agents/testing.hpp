@@ -41,6 +41,9 @@ struct TestingOptions {
   double gate_timeout_s = 300;       ///< every gate run of one family together (`ktune agent --gate-timeout`)
   double sanitizer_timeout_s = 600;  ///< each compute-sanitizer process (`--sanitizer-timeout`)
   bool sanitizer = true;
+  /// The limit call with a tensor past 2^31 elements (limit_specs' "elements"): gigabytes per tensor and a
+  /// float64 reference of as many elements, tens of seconds per variant. On unless a test bounds its time.
+  bool limit_elements = true;
   std::uint64_t seed = 0;  ///< 0: fresh inputs every run
 };
 
