@@ -458,6 +458,21 @@ struct GpuMeasurer::State {
                                                                        std::to_string(set) + ")");
           return Status::success();
         }
+      // The call as a graph where it can be captured (the timing captured short kernels too), so the
+      // adapter's host work does not count as the call's time; the outputs are overwritten after the
+      // capture, so work that ran during it (a kernel put on a stream of the variant's own, which no
+      // graph of the call holds) does not count either.
+      ktune::detail::GraphGuard g;
+      if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+        const Status captured = v.run(args[set].get(), stream);
+        const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);
+        if (!captured.ok() || end != cudaSuccess || cudaGraphInstantiate(&g.exec, g.graph, 0) != cudaSuccess) {
+          if (g.exec) cudaGraphExecDestroy(g.exec);
+          g.exec = nullptr;
+        }
+      }
+      (void)cudaGetLastError();  // a call that cannot be captured is launched plainly below
+      KTUNE_CUDA_TRY(cudaDeviceSynchronize());  // whatever ran during the capture is done before the refill
       for (std::size_t t = 0; t < tensors.size(); ++t) {
         const TensorInfo& ti = tensors[t];
         if (ti.access == Access::read_write && ti.bytes()) {
@@ -471,27 +486,13 @@ struct GpuMeasurer::State {
         }
       }
       KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-      // The call as a one-launch graph where it can be captured (the timing captured short kernels too),
-      // so the adapter's host work does not count as the call's time.
-      cudaGraph_t graph = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
-        const Status captured = v.run(args[set].get(), stream);
-        const cudaError_t end = cudaStreamEndCapture(stream, &graph);
-        if (!captured.ok() || end != cudaSuccess || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
-          if (exec) cudaGraphExecDestroy(exec);
-          exec = nullptr;
-        }
-      }
-      (void)cudaGetLastError();  // a call that cannot be captured is launched plainly below
       KTUNE_TRY(ensure_events());
       Status launched = Status::from_cuda(cudaEventRecord(ev_start, stream), "cudaEventRecord");
-      if (launched.ok()) launched = exec ? Status::from_cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch") : v.run(args[set].get(), stream);
+      if (launched.ok())
+        launched = g.exec ? Status::from_cuda(cudaGraphLaunch(g.exec, stream), "cudaGraphLaunch") : v.run(args[set].get(), stream);
       if (launched.ok()) launched = Status::from_cuda(cudaEventRecord(ev_stop, stream), "cudaEventRecord");
       // The whole device: work a variant put on a stream of its own must have finished too.
       if (launched.ok()) launched = Status::from_cuda(cudaDeviceSynchronize(), "the verified call");
-      if (exec) cudaGraphExecDestroy(exec);
-      if (graph) cudaGraphDestroy(graph);
       KTUNE_TRY(launched);
       float ms = 0;
       KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
@@ -817,7 +818,8 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   // The read-only inputs as drawn: the gate and the checks of timed calls compare with these.
   {
     std::vector<Span> spans;
-    for (std::size_t t = 0; t < s.tensors.size(); ++t) spans.push_back({s.pristine + s.offsets[t], s.tensors[t].bytes(), 0});
+    for (std::size_t t = 0; t < s.tensors.size(); ++t)  // a write-only tensor's pristine bytes were never written
+      spans.push_back({s.pristine + s.offsets[t], s.tensors[t].access == Access::write ? 0 : s.tensors[t].bytes(), 0});
     st = digests(spans, s.stream, s.check_scratch, s.input_digest);
     if (!st.ok()) return "digests of the inputs: " + describe(st);
   }

@@ -331,6 +331,10 @@ std::string check_answer(const Answer& a) {
       {R"(\bcuda(StreamIsCapturing|StreamGetCaptureInfo\w*|ThreadExchangeStreamCaptureMode)\b)", false,
        "asks whether a CUDA graph is being captured",
        "the adapter must enqueue the same work whether or not it is captured: launch unconditionally"},
+      {R"(\bcuda(StreamCreate\w*|EventCreate\w*|DeviceSynchronize|StreamSynchronize|EventSynchronize|StreamWaitEvent)\b)", false,
+       "makes its own streams, events or synchronisation",
+       "enqueue every launch on the stream the adapter is given, and never wait for the GPU: the caller orders and "
+       "times the work (a kernel on another stream escapes the caller's graph and events)"},
   };
   static const std::vector<std::regex> compiled = [] {
     std::vector<std::regex> v;

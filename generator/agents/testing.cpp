@@ -500,6 +500,9 @@ Judgement sanitize(const Toolchain& tc, const Candidate& c, const std::vector<st
     std::error_code ec;
     fs::remove(out, ec);
     std::vector<std::string> cmd{tc.sanitizer, "--tool", tool, "--error-exitcode", "86", "--print-limit", "20"};
+    // Allocations follow each other in memory: without padding after each, a read past one tensor lands
+    // in the next and is a valid address.
+    if (tool == "memcheck") cmd.insert(cmd.end(), {"--padding", "4096"});
     const auto gate = gate_command(c, kernels, out, options);
     cmd.insert(cmd.end(), gate.begin(), gate.end());
     // Each tensor in its own allocation: an access past a tensor is an invalid address for memcheck (in

@@ -54,6 +54,9 @@ TEST(AgentGpu, ScriptedLoopJudgesEachFamilyAndInstallsTheWinner) {
   o.budget.max_rounds = 5;
   o.budget.patience = 0;      // the first three rounds fail; patience would stop the run there
   o.testing.seed = o.tuning.seed = 20261122;
+  // The 2^31-element limit call costs tens of seconds per family; the red-team suite runs it
+  // (red_team_gpu_test.cpp), this test keeps the loop's five rounds within one device call.
+  o.testing.limit_elements = false;
   std::ostringstream log;
   const int rc = run_agent(o, log);
   std::cout << log.str();

@@ -47,8 +47,10 @@ TEST(RedTeam, EveryAttackNamesItsVerdictAndTheCheckThatGivesIt) {
     verdicts.insert(v);
   }
   EXPECT_EQ(honest, 2u);
+  // implausible_time is defence in depth: no attack here reaches it (launch_elsewhere did before the checked
+  // call became a graph refilled after its capture; docs/gpu-log.md).
   for (const char* v : {"out_of_bounds_write", "out_of_bounds_access", "input_modified", "unwritten_output", "work_skipped",
-                        "nondeterministic", "incorrect", "timeout", "implausible_time", "narrower_than_s"})
+                        "nondeterministic", "incorrect", "timeout", "narrower_than_s"})
     EXPECT_TRUE(verdicts.count(v)) << "no attack is expected to get " << v;
 }
 

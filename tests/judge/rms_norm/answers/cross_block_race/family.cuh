@@ -26,7 +26,7 @@ constexpr int kSplit = 16;
 constexpr std::int64_t kMaxRows = std::int64_t{1} << 20;
 static __device__ float g_sumsq[kMaxRows];
 
-__global__ void clear_sums(std::int64_t tokens) {
+static __global__ void clear_sums(std::int64_t tokens) {
   for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r < tokens;
        r += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     g_sumsq[r] = 0.f;
@@ -64,12 +64,13 @@ __global__ void __launch_bounds__(Cfg::threads) rms_norm_kernel(const Params<E> 
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = ss;
     __syncthreads();
-    __syncthreads();
-    ss = g_sumsq[row];
+    ss = threadIdx.x % 32 < T / 32 ? partial[threadIdx.x % 32] : 0.f;
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     const float scale = rsqrtf(ss / static_cast<float>(p.d) + 1e-6f);
+    const float row_scale = rsqrtf(g_sumsq[row] / static_cast<float>(p.d) + 1e-6f);  // from the split pass
+    (void)scale;
     for (std::int64_t i = threadIdx.x; i < p.d; i += T)
-      y[i] = ktune::from_float<E>(ktune::to_float(x[i]) * scale * ktune::to_float(p.weight[i]));
+      y[i] = ktune::from_float<E>(ktune::to_float(x[i]) * row_scale * ktune::to_float(p.weight[i]));
     __syncthreads();  // partial[] is reused by the next row
   }
 }

@@ -26,7 +26,7 @@ struct Params {
 static __device__ unsigned g_calls[1024];
 
 __device__ __forceinline__ unsigned call_slot(std::int64_t tokens, std::int64_t d, int element_bytes, int threads) {
-  return static_cast<unsigned>((tokens * 1000003 + d * 101 + element_bytes * 7 + threads) % 1024);
+  return static_cast<unsigned>((tokens * 1000003 + d * 101 + element_bytes * 7 + threads) % 1021);
 }
 
 template <class Cfg, class E>
