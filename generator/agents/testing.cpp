@@ -1,6 +1,8 @@
 // generator/agents/testing.cpp: the judge (testing.hpp).
 #include "generator/agents/testing.hpp"
 
+#include <ktune/spec.hpp>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -68,38 +70,6 @@ std::string shape_key(const ojson& dims, const std::map<std::string, std::int64_
   std::string key;
   for (const auto& [name, values] : dims.items()) key += (key.empty() ? "" : ",") + name + "=" + std::to_string(value.at(name));
   return key;
-}
-
-/// The elements of a tensor of the spec ("shape": ["tokens", "2*d"]) at `value`, and how many of its
-/// factors are `tokens` (0: the tensor does not grow with the token count).
-std::int64_t tensor_elements(const ojson& tensor, const std::map<std::string, std::int64_t>& value, const std::string& tokens,
-                             int& tokens_factors) {
-  std::int64_t n = 1;
-  tokens_factors = 0;
-  for (const auto& extent : tensor.at("shape")) {
-    const std::string text = extent.get<std::string>();
-    std::size_t pos = 0;
-    while (pos <= text.size()) {
-      std::size_t end = text.find('*', pos);
-      if (end == std::string::npos) end = text.size();
-      std::string term = text.substr(pos, end - pos);
-      while (!term.empty() && term.front() == ' ') term.erase(term.begin());
-      while (!term.empty() && term.back() == ' ') term.pop_back();
-      std::int64_t f = 0;
-      if (!term.empty() && std::isdigit(static_cast<unsigned char>(term[0]))) {
-        f = std::stoll(term);
-      } else {
-        const auto it = value.find(term);
-        if (it == value.end()) throw std::invalid_argument("tensor shape '" + text + "' names no dimension '" + term + "'");
-        f = it->second;
-        tokens_factors += term == tokens;
-      }
-      if (f <= 0 || n > std::numeric_limits<std::int64_t>::max() / f) throw std::invalid_argument("tensor shape '" + text + "' overflows");
-      n *= f;
-      pos = end + 1;
-    }
-  }
-  return n;
 }
 
 int dtype_bytes(const std::string& dtype) { return dtype == "fp32" ? 4 : 2; }
@@ -190,15 +160,19 @@ std::vector<LimitSpec> limit_specs(const std::string& spec_text, std::string& er
       width[tokens] = 3;
       make("width", width, "the largest spec value of every other dimension", "");
     }
-    // The tensor with the most elements per token at the smallest other dimensions.
-    auto one = low;
-    one[tokens] = 1;
+    // The tensor with the most elements per token at the smallest other dimensions (ktune::Spec reads the
+    // tensors' extents as the bench does).
+    const ktune::Spec parsed = ktune::parse_spec_text(spec_text, "spec.json");
+    ktune::Shape one;
+    for (const auto& [name, values] : parsed.dims) one.dims.push_back({name, name == tokens ? 1 : low.at(name)});
     std::int64_t per_token = 0;
     std::string biggest;
-    for (const auto& t : spec.at("tensors")) {
+    for (const ktune::SpecTensor& t : parsed.tensors) {
       int factors = 0;
-      const std::int64_t n = tensor_elements(t, one, tokens, factors);
-      if (factors == 1 && n > per_token) per_token = n, biggest = t.value("name", "");
+      for (const auto& axis : t.extents)
+        for (const ktune::ExtentFactor& f : axis) factors += f.dim == tokens;
+      const std::int64_t n = parsed.elements(t, one);
+      if (factors == 1 && n > per_token) per_token = n, biggest = t.name;
     }
     const std::string dtype = [&] {
       std::string best;

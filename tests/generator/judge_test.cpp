@@ -253,6 +253,7 @@ TEST(JudgeShapes, LimitShapesOfShippedSpecsAndOddOnes) {
 
   // One dimension only: no width shape (tokens at 3 is an edge shape already).
   const std::string one_dim = R"({"op": "x", "tokens_dim": "n", "width_dim": "n", "dims": {"n": [1024, 8]}, "dtypes": ["fp32"],
+    "tolerance": {"fp32": {"rel_l2": 1e-5, "atol": 1e-5, "rtol": 1e-5}},
     "tensors": [{"name": "a", "shape": ["n"], "dtype": "element", "access": "read"},
                 {"name": "b", "shape": ["n"], "dtype": "element", "access": "write"}]})";
   const auto one = limit_specs(one_dim, err);
@@ -275,8 +276,9 @@ TEST(JudgeShapes, LimitShapesOfShippedSpecsAndOddOnes) {
   EXPECT_HAS(err, "limit shapes");
   limit_specs(R"({"op": "x", "tokens_dim": "t", "dims": {"n": [1]}, "tensors": []})", err);
   EXPECT_HAS(err, "tokens_dim");
+  // The tensors are read as ktune::Spec reads them (the bench's parser): a malformed spec says what is wrong.
   EXPECT_TRUE(limit_specs(R"({"op": "x", "tokens_dim": "n", "dims": {"n": [1]}, "tensors": [{"shape": ["n*q"]}]})", err).empty());
-  EXPECT_HAS(err, "q");
+  EXPECT_HAS(err, "limit shapes");
 }
 
 TEST(JudgeShapes, SanitizerShapesAreTheSmallestEdgeAndSpecShapes) {
@@ -450,7 +452,7 @@ tool=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --tool) tool="$2"; shift 2 ;;
-    --error-exitcode|--print-limit) shift 2 ;;
+    --error-exitcode|--print-limit|--padding) shift 2 ;;
     *) break ;;
   esac
 done
@@ -541,6 +543,8 @@ TEST(JudgeFamily, AnHonestFamilyPassesEveryStepAndEveryRunIsMade) {
   EXPECT_EQ(s.count("ktune select"), 1u);
   // One sanitizer process per tool, every installable variant at both shapes, separate allocations.
   for (const char* tool : {"memcheck", "racecheck", "initcheck"}) EXPECT_EQ(s.count("--tool " + std::string(tool)), 1u) << tool;
+  // memcheck pads every allocation: a read past one tensor must not land in the next.
+  EXPECT_EQ(s.count("--tool memcheck --error-exitcode 86 --print-limit 20 --padding 4096 "), 1u) << calls;
   // Each logged twice: by the sanitizer and by the bench it runs.
   EXPECT_EQ(s.count("\nbench --kernels " + (s.dir / "round/judge/sanitize").string() + " "), 3u) << calls;
   EXPECT_EQ(s.count("--separate-allocations"), 2 * 3u);
