@@ -151,19 +151,6 @@ inline Status first_difference(const void* a, const void* b, std::size_t n, cuda
   return Status::success();
 }
 
-/// An order-independent 64-bit digest of n bytes: equal buffers give equal digests.
-inline Status digest(const void* p, std::size_t n, cudaStream_t stream, CheckScratch& scratch, std::uint64_t& out) {
-  out = 0;
-  if (n == 0) return Status::success();
-  unsigned long long r = 0;
-  KTUNE_TRY(detail::run_check(scratch, 0, stream, [&] {
-    detail::digest_kernel<><<<detail::check_blocks((n + 3) / 4), 256, 0, stream>>>(static_cast<const unsigned char*>(p), n,
-                                                                                   scratch.word());
-  }, r));
-  out = r;
-  return Status::success();
-}
-
 /// A span of device bytes; for a guard zone, `phase` is the byte of the guard word at its start.
 struct Span {
   const void* p = nullptr;
@@ -171,9 +158,9 @@ struct Span {
   std::size_t phase = 0;
 };
 
-/// Digests of several buffers (digest() each), in one pass of the GPU and one copy back: the gate
-/// checks every tensor of a call after every run, and a synchronisation per tensor would cost more
-/// than the reading.
+/// An order-independent 64-bit digest of each buffer (equal bytes give equal digests), in one pass of the
+/// GPU and one copy back: the gate checks every tensor of a call after every run, and a synchronisation
+/// per tensor would cost more than the reading.
 inline Status digests(const std::vector<Span>& spans, cudaStream_t stream, CheckScratch& scratch,
                       std::vector<std::uint64_t>& out) {
   out.assign(spans.size(), 0);

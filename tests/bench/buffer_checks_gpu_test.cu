@@ -59,6 +59,24 @@ TEST_F(BufferChecksGpu, FirstDifferenceFindsTheExactByte) {
   }
 }
 
+TEST_F(BufferChecksGpu, CheckGuardsNamesTheFirstBrokenZone) {
+  const std::size_t n = 4096;
+  std::vector<unsigned char> guard(3 * n);
+  for (std::size_t i = 0; i < guard.size(); ++i) guard[i] = static_cast<unsigned char>(guard_word >> (8 * (i % 4)));
+  DeviceBytes z(3 * n);
+  ASSERT_EQ(cudaMemcpy(z.p, guard.data(), guard.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  const std::vector<Span> zones{{z.p, n, 0}, {z.p + n + 1, n - 1, 1}, {z.p + 2 * n, n, 0}};
+  std::size_t zone = 0, offset = 0;
+  ASSERT_TRUE(check_guards(zones, stream, scratch, zone, offset).ok());
+  EXPECT_EQ(zone, SIZE_MAX);
+  const unsigned char x = 0;
+  ASSERT_EQ(cudaMemcpy(z.p + 2 * n + 9, &x, 1, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(z.p + n + 1 + 77, &x, 1, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_TRUE(check_guards(zones, stream, scratch, zone, offset).ok());
+  EXPECT_EQ(zone, 1u);
+  EXPECT_EQ(offset, 77u);
+}
+
 TEST_F(BufferChecksGpu, GuardZonesAreCheckedAtEveryPhase) {
   const std::size_t n = 4096 + 64;
   std::vector<unsigned char> guard(n);
@@ -91,15 +109,17 @@ TEST_F(BufferChecksGpu, DigestsAreEqualForEqualBytesAndDifferForOneBit) {
     DeviceBytes a(n), b(n);
     ASSERT_EQ(cudaMemcpy(a.p, host.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(b.p, host.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
-    std::uint64_t da = 0, db = 0;
-    ASSERT_TRUE(digest(a.p, n, stream, scratch, da).ok());
-    ASSERT_TRUE(digest(b.p, n, stream, scratch, db).ok());
-    EXPECT_EQ(da, db) << n;
+    std::vector<std::uint64_t> d;
+    ASSERT_TRUE(digests({{a.p, n, 0}, {b.p, n, 0}, {a.p, 0, 0}}, stream, scratch, d).ok());
+    ASSERT_EQ(d.size(), 3u);
+    EXPECT_EQ(d[0], d[1]) << n;
+    EXPECT_EQ(d[2], 0u) << "an empty span digests to 0";
+    const std::uint64_t da = d[0];
     const std::size_t at = rng() % n;
     const unsigned char flipped = static_cast<unsigned char>(host[at] ^ (1u << (rng() % 8)));
     ASSERT_EQ(cudaMemcpy(b.p + at, &flipped, 1, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_TRUE(digest(b.p, n, stream, scratch, db).ok());
-    EXPECT_NE(da, db) << n << " bytes, bit flipped at " << at;
+    ASSERT_TRUE(digests({{b.p, n, 0}}, stream, scratch, d).ok());
+    EXPECT_NE(da, d[0]) << n << " bytes, bit flipped at " << at;
   }
 }
 
