@@ -261,7 +261,7 @@ struct GpuMeasurer::State {
   std::vector<std::uint64_t> input_digest;  // of each read-only tensor as drawn
   bool gate_dirty = true;               // guards or inputs need restoring before the next run
   CheckScratch check_scratch;
-  // Digests of each checked variant's outputs (in tensors() order), by benchmark name: the timed
+  // Digests of each checked variant's outputs (in `outputs` order), by benchmark name: the timed
   // calls must reproduce them bitwise. Kept across the screens and the rounds of a shape.
   std::map<std::string, std::vector<std::uint64_t>> gate_digests;
   std::uint64_t verify_draws = 0;       // fresh poison for every verification
@@ -456,6 +456,12 @@ struct GpuMeasurer::State {
           verdict = judge::message(judge::Verdict::input_modified, tensors[which[i]].name +
                                                                        " is read-only but the timed calls changed it (rotation set " +
                                                                        std::to_string(set) + ")");
+          // The next variant is timed and checked on the inputs as drawn, not on what this one left.
+          for (std::size_t s = 0; s < rotations; ++s)
+            for (std::size_t t = 0; t < tensors.size(); ++t)
+              if (tensors[t].access != Access::write && tensors[t].bytes())
+                KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor_ptr(s, t), pristine + offsets[t], tensors[t].bytes(), cudaMemcpyDeviceToDevice, stream));
+          KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
           return Status::success();
         }
       // The call as a graph where it can be captured (the timing captured short kernels too), so the
