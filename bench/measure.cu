@@ -1107,44 +1107,45 @@ bool GpuMeasurer::time(const WorkItem& item, const TimingSettings& timing, Timed
       return false;
     }
   }
-  // Timed, then judged (docs/judge.md): the timed calls did the work, no faster than DRAM allows. An
-  // implausible time is timed once more before it is rejected.
+  return timed_and_judged(*v, item.name, t, r, [&](Timed& out) -> Status {
+    TimingResult tr;
+    KTUNE_TRY(time_kernel([&](std::size_t set) { return v->run(s.args[set].get(), s.stream); }, s.rotations, s.stream,
+                          to_options(timing), tr));
+    out = to_timed(tr);
+    return Status::success();
+  });
+}
+
+bool GpuMeasurer::timed_and_judged(const Variant& v, const std::string& name, Timed& t, BenchResult& r,
+                                   const std::function<Status(Timed&)>& sample) {
+  State& s = *s_;
   for (int attempt = 0;; ++attempt) {
     {
       PhaseScope phase(s.phases, PhaseTimes::timing);
-      TimingResult tr;
-      const Status st = time_kernel([&](std::size_t set) { return v->run(s.args[set].get(), s.stream); }, s.rotations,
-                                    s.stream, to_options(timing), tr);
+      const Status st = sample(t);
       if (!st.ok()) {
         s.cuda_failure(r, "rejected: timing failed: ", st);
         return false;
       }
-      t = to_timed(tr);
     }
-    const std::string verdict = judge_timed(*v, item.name, t, r);
-    if (!r.ok()) return false;
+    PhaseScope phase(s.phases, PhaseTimes::verify);
+    std::string verdict;
+    const Status st = s.verify_work(v, name, t.median_us, verdict);
+    if (!st.ok()) {
+      s.cuda_failure(r, "incorrect: verifying the timed calls: ", st);
+      return false;
+    }
+    if (!verdict.empty()) {  // wrong work is not timed again
+      r.error = verdict;
+      return false;
+    }
+    verdict = s.implausible(t.median_us, t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0);
     if (verdict.empty()) return true;
-    if (attempt == 1) {
+    if (attempt == 1) {  // an implausible time is timed once more before it is rejected
       r.error = verdict;
       return false;
     }
   }
-}
-
-std::string GpuMeasurer::judge_timed(const Variant& v, const std::string& name, const Timed& t, BenchResult& r) {
-  State& s = *s_;
-  PhaseScope phase(s.phases, PhaseTimes::verify);
-  std::string verdict;
-  const Status st = s.verify_work(v, name, t.median_us, verdict);
-  if (!st.ok()) {
-    s.cuda_failure(r, "incorrect: verifying the timed calls: ", st);
-    return {};
-  }
-  if (!verdict.empty()) {
-    r.error = verdict;
-    return {};
-  }
-  return s.implausible(t.median_us, t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0);
 }
 
 BenchResult GpuMeasurer::measure(const WorkItem& item) {
@@ -1214,23 +1215,8 @@ bool GpuMeasurer::round(const WorkItem& item, int samples, bool graph, Timed& t,
     }
     it = s.prepared.emplace(item.id, std::move(p)).first;
   }
-  for (int attempt = 0;; ++attempt) {
-    {
-      PhaseScope phase(s.phases, PhaseTimes::timing);
-      const Status st = s.sample_prepared(*it->second, samples, t);
-      if (!st.ok()) {
-        s.cuda_failure(r, "rejected: timing failed: ", st);
-        return false;
-      }
-    }
-    const std::string verdict = judge_timed(*it->second->v, item.name, t, r);
-    if (!r.ok()) return false;
-    if (verdict.empty()) return true;
-    if (attempt == 1) {
-      r.error = verdict;
-      return false;
-    }
-  }
+  State::Prepared& p = *it->second;
+  return timed_and_judged(*p.v, item.name, t, r, [&](Timed& out) { return s.sample_prepared(p, samples, out); });
 }
 
 BenchResult GpuMeasurer::measure_copy_same_size(const ShapeGroup& g) {

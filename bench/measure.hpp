@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -112,11 +113,11 @@ class GpuMeasurer : public SearchMeasurer {
   std::string prepare_group(const ShapeGroup& g, bool with_reference);
   /// The reference (computed from `host` unless present) and the gate's guarded buffers of the group.
   std::string prepare_gate(const HostTensors& host);
-  /// The judge's checks after timed calls of `v` with result `t`: an empty string when they pass, else
-  /// the implausible_time message (the caller times again once); a work verdict or a CUDA failure goes
-  /// to r.error directly.
-  std::string judge_timed(const Variant& v, const std::string& name, const Timed& t, BenchResult& r);
-  struct State;
+  /// Samples with `sample`, then judges the timed calls (docs/judge.md): they did the checked call's work
+  /// and took no less than DRAM allows (an implausible time is sampled once more before it is rejected).
+  /// False with r.error (a verdict, or a timing failure) when either fails.
+  bool timed_and_judged(const Variant& v, const std::string& name, Timed& t, BenchResult& r,
+                        const std::function<Status(Timed&)>& sample);  struct State;
   std::unique_ptr<State> s_;
 };
 
