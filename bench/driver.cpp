@@ -177,6 +177,9 @@ std::vector<BenchResult> run_retest(const std::vector<Candidate>& candidates, co
   per_round.min_samples = per_round.max_samples = quick ? 4 : 20;
   std::vector<BenchResult> out;
   Progress progress(&std::cerr, candidates.size(), false, 0.0);
+  std::vector<Upcoming> order;
+  for (const Candidate& c : candidates) order.push_back({c.op, c.dtype, c.shape, true});
+  m.expect(order);
   for (const Candidate& c : candidates) {
     ShapeGroup g{c.op, c.dtype, c.shape, {}, {}};
     g.copy = WorkItem{c.op, c.dtype, c.shape, std::string(copy_same_size_id), copy_same_size_name(c.op, c.dtype, c.shape.key()), {}};
@@ -524,6 +527,16 @@ int run_bench(int argc, char** argv) {
     }
     search_context.emplace_back("measure_wall_s", number(wall));
     std::cerr << line.str() << "\n";
+    // The inputs and references prepared on other cores while the GPU timed (bench/prefetch.hpp).
+    const HostPrefetcher::Stats h = measurer.prefetch_stats();
+    std::cerr << "ktune_bench: host preparation on " << measurer.prefetch_threads() << " threads: " << h.ahead
+              << " groups prepared ahead (CPU " << number(h.worker_cpu_s) << " s), " << h.in_line << " in line, "
+              << h.dropped << " not needed; waited " << number(h.wait_s) << " s for them\n";
+    search_context.emplace_back("prep_threads", std::to_string(measurer.prefetch_threads()));
+    search_context.emplace_back("prep_ahead", std::to_string(h.ahead));
+    search_context.emplace_back("prep_in_line", std::to_string(h.in_line));
+    search_context.emplace_back("prep_worker_cpu_s", number(h.worker_cpu_s));
+    search_context.emplace_back("prep_wait_s", number(h.wait_s));
   }
 
   Tally tally;

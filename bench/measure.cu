@@ -632,6 +632,18 @@ struct GpuMeasurer::State {
     out.batch = p.batch;
     return Status::success();
   }
+  // The host side of the groups to come, prepared on other cores (last: its workers read `specs`).
+  std::unique_ptr<HostPrefetcher> prefetch;
+  HostRequest host_request(const std::string& g_op, DType g_dtype, const Shape& g_shape, bool with_reference) const {
+    HostRequest r;
+    r.op = g_op;
+    r.dtype = g_dtype;
+    r.shape = g_shape;
+    r.seed = shape_seed(run_seed, g_op, g_dtype, g_shape.key());
+    r.reference = with_reference || wide_values;
+    r.wide = wide_values;
+    return r;
+  }
 };
 
 GpuMeasurer::GpuMeasurer(std::map<std::string, Spec> specs, int arch, TimingSettings timing, bool cold_l2,
@@ -643,6 +655,20 @@ GpuMeasurer::GpuMeasurer(std::map<std::string, Spec> specs, int arch, TimingSett
   s_->cold_l2 = cold_l2;
   s_->run_seed = run_seed;
   s_->copy_gbps = copy_gbps;
+  // The specs are read-only from here on and harnesses are stateless: workers may share both.
+  const State* st = s_.get();
+  const unsigned threads = default_prefetch_threads();
+  s_->prefetch = std::make_unique<HostPrefetcher>(
+      [st](const HostRequest& r) {
+        HostGroup g;
+        const Harness* h = HarnessRegistry::global().find(r.op);
+        const auto spec = st->specs.find(r.op);
+        if (!h) g.error = "no ktune::Harness registered for op " + r.op;
+        else if (spec == st->specs.end()) g.error = "no spec.json for op " + r.op;
+        else g = prepare_host(*h, spec->second, r);
+        return g;
+      },
+      threads, 2 * std::size_t{threads}, default_prefetch_budget());
 }
 
 GpuMeasurer::~GpuMeasurer() {
@@ -653,6 +679,16 @@ GpuMeasurer::~GpuMeasurer() {
 }
 
 void GpuMeasurer::set_device_compare(bool on) { s_->device_compare = on; }
+
+void GpuMeasurer::expect(const std::vector<Upcoming>& order) {
+  std::vector<HostRequest> requests;
+  for (const Upcoming& u : order) requests.push_back(s_->host_request(u.op, u.dtype, u.shape, u.reference));
+  s_->prefetch->expect(std::move(requests));
+}
+
+HostPrefetcher::Stats GpuMeasurer::prefetch_stats() const { return s_->prefetch->stats(); }
+
+unsigned GpuMeasurer::prefetch_threads() const { return s_->prefetch->threads(); }
 
 void GpuMeasurer::set_search(const TimingSettings& screen, const TimingSettings& rounds) {
   s_->screen = screen;
@@ -671,38 +707,6 @@ std::string GpuMeasurer::begin_shape(const ShapeGroup& g) { return prepare_group
 
 std::string GpuMeasurer::begin_rounds(const ShapeGroup& g) { return prepare_group(g, false); }
 
-namespace {
-
-/// The largest finite value of an output's storage type.
-double max_finite(const TensorInfo& t, DType dtype) {
-  if (t.element_bytes == 4 || dtype == DType::f32) return 3.4028234663852886e38;
-  return dtype == DType::f16 ? 65504.0 : 3.3895313892515355e38;
-}
-
-/// --value-range wide: every input scaled so its largest magnitude reaches `reach`, and one element in
-/// sixteen (a fixed, seed-dependent pick) set to exactly zero. Index-like inputs do not exist yet (issue
-/// 16); every tensor is a float tensor of its storage type.
-void widen(HostTensors& host, const std::vector<TensorInfo>& tensors, DType dtype, std::uint64_t seed, double reach) {
-  for (std::size_t t = 0; t < tensors.size(); ++t) {
-    const TensorInfo& ti = tensors[t];
-    if (ti.access == Access::write) continue;
-    visit_tensor_type(ti, dtype, [&](auto e) {
-      using T = decltype(e);
-      T* p = reinterpret_cast<T*>(host[t].data());
-      double largest = 0;
-      for (std::size_t i = 0; i < ti.elements; ++i) largest = std::max(largest, std::fabs(static_cast<double>(to_float(p[i]))));
-      const double factor = largest > 0 ? reach / largest : 1.0;
-      for (std::size_t i = 0; i < ti.elements; ++i) {
-        const bool zero = (mix64(seed ^ (t << 40) ^ i) & 15) == 0;
-        p[i] = from_float<T>(zero ? 0.f : static_cast<float>(static_cast<double>(to_float(p[i])) * factor));
-      }
-      return 0;
-    });
-  }
-}
-
-}  // namespace
-
 std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference) {
   State& s = *s_;
   PhaseScope phase(s.phases, PhaseTimes::prepare);
@@ -718,47 +722,14 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   s.tol = spec->second.tolerance_for(g.dtype);
   s.seed = shape_seed(s.run_seed, g.op, g.dtype, g.shape.key());
 
-  HostTensors host;
-  try {
-    s.bytes_moved = static_cast<double>(spec->second.bytes(g.shape, g.dtype));
-    s.tensors = s.harness->tensors(g.shape, g.dtype);
-    double harness_bytes = 0;
-    for (const TensorInfo& t : s.tensors)
-      harness_bytes += static_cast<double>(t.bytes()) * (t.access == Access::read_write ? 2 : 1);
-    if (harness_bytes != s.bytes_moved)
-      return "the harness's tensors move " + std::to_string(static_cast<long long>(harness_bytes)) +
-             " bytes per call, spec.json says " + std::to_string(static_cast<long long>(s.bytes_moved));
-    host.resize(s.tensors.size());
-    for (std::size_t t = 0; t < s.tensors.size(); ++t) host[t].resize(s.tensors[t].bytes());
-    s.harness->fill_inputs(g.shape, g.dtype, s.seed, host);
-    for (std::size_t t = 0; t < s.tensors.size(); ++t)
-      if (s.tensors[t].access != Access::write && host[t].size() != s.tensors[t].bytes())
-        return "the harness filled tensor " + s.tensors[t].name + " with " + std::to_string(host[t].size()) +
-               " bytes, its TensorInfo says " + std::to_string(s.tensors[t].bytes());
-    if (s.wide_values) {
-      // Magnitudes in the hundreds, as far as the reference stays finite in the outputs' storage type.
-      const HostTensors drawn = host;
-      for (double reach = 300;; reach /= 2) {
-        widen(host, s.tensors, s.dtype, s.seed, reach);
-        s.reference = s.harness->reference(g.shape, g.dtype, host);
-        bool finite = true;
-        for (std::size_t o = 0, t = 0; t < s.tensors.size() && finite; ++t) {
-          if (!s.tensors[t].is_output()) continue;
-          const double limit = max_finite(s.tensors[t], s.dtype);
-          if (o < s.reference.size())
-            for (double x : s.reference[o])
-              if (!(std::fabs(x) <= limit)) finite = false;
-          ++o;
-        }
-        if (finite || reach < 4) break;
-        host = drawn;
-      }
-    } else if (with_reference) {
-      s.reference = s.harness->reference(g.shape, g.dtype, host);
-    }
-  } catch (const std::exception& e) {
-    return std::string("the harness failed: ") + e.what();
-  }
+  // The host side (inputs, float64 reference): prepared ahead on other cores when the run said it
+  // would begin this group (expect), else here.
+  HostGroup hg = s.prefetch->take(s.host_request(g.op, g.dtype, g.shape, with_reference));
+  if (!hg.error.empty()) return hg.error;
+  s.bytes_moved = hg.bytes_moved;
+  s.tensors = std::move(hg.tensors);
+  s.reference = std::move(hg.reference);
+  HostTensors host = std::move(hg.inputs);
   for (std::size_t t = 0; t < s.tensors.size(); ++t)
     if (s.tensors[t].is_output()) s.outputs.push_back(t);
 

@@ -18,6 +18,7 @@
 #include <ktune/status.hpp>
 
 #include <ktune/spec.hpp>
+#include "prefetch.hpp"
 #include "search.hpp"
 #include "sweep.hpp"
 
@@ -54,9 +55,9 @@ Status measure_baselines(const TimingSettings& timing, Baselines& out);
 /// The seed of one (op, dtype, shape)'s inputs in a run: below 2^53 so a JSON number holds it.
 std::uint64_t shape_seed(std::uint64_t run_seed, const std::string& op, DType dtype, const std::string& shape_key);
 
-/// Where a run's wall time went, and the process's CPU time over the same spans (all threads): the CPU
-/// time of `timing` over its wall time stays near 1 (the thread waiting on the GPU's events) when no
-/// host work overlaps the timing.
+/// Where a run's wall time went, and the process's CPU time over the same spans (all threads, so the
+/// host preparation's workers of later groups count in whichever phase the measuring thread is in;
+/// the driver prints their own CPU time apart).
 struct PhaseTimes {
   enum Phase { prepare, gate, timing, verify, count };  ///< verify: the judge's checks of timed calls
   double wall_s[count] = {}, cpu_s[count] = {};
@@ -84,6 +85,7 @@ class GpuMeasurer : public SearchMeasurer {
   /// in the outputs' storage type (docs/judge.md, "every call S accepts").
   void set_wide_values(bool on);
 
+  void expect(const std::vector<Upcoming>& order) override;
   std::string begin_shape(const ShapeGroup& g) override;
   BenchResult measure(const WorkItem& item) override;
   void end_shape() override;
@@ -95,6 +97,9 @@ class GpuMeasurer : public SearchMeasurer {
   bool round(const WorkItem& item, int samples, bool graph, Timed& t, BenchResult& r) override;
 
   const PhaseTimes& phases() const;
+  /// The host preparation's workers and what they saved (bench/prefetch.hpp).
+  HostPrefetcher::Stats prefetch_stats() const;
+  unsigned prefetch_threads() const;
   /// Warnings for the run's summary (e.g. the device comparison turned off).
   const std::vector<std::string>& warnings() const;
 

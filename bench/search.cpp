@@ -201,6 +201,18 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
     o.abort_reason = reason;
   };
 
+  // The order of begin_shape / begin_rounds below: per op and dtype, the screens of the shapes not in
+  // the cache, then their rounds (a shape with fewer than two finalists skips its rounds; one whose
+  // screens were cached and rounds not prepares them when they begin).
+  std::vector<Upcoming> order;
+  for (std::size_t first = 0, end = 0; first < groups.size(); first = end) {
+    for (end = first; end < groups.size() && groups[end].op == groups[first].op && groups[end].dtype == groups[first].dtype;) ++end;
+    for (int reference = 1; reference >= 0; --reference)
+      for (std::size_t gi = first; gi < end; ++gi)
+        if (needs_measuring(groups[gi], cache)) order.push_back({groups[gi].op, groups[gi].dtype, groups[gi].shape, reference == 1});
+  }
+  m.expect(order);
+
   for (std::size_t first = 0; first < groups.size() && !o.aborted;) {
     std::size_t end = first;
     while (end < groups.size() && groups[end].op == groups[first].op && groups[end].dtype == groups[first].dtype) ++end;

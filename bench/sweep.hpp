@@ -39,10 +39,23 @@ struct ShapeGroup {
   WorkItem copy;  ///< the same-size copy row: id copy_same_size_id, name copy_same_size_name(), its cache key
 };
 
+/// A begin_shape (reference: the gate needs the float64 reference) or a begin_rounds (inputs only) that
+/// a run will make.
+struct Upcoming {
+  std::string op;
+  DType dtype = DType::f32;
+  Shape shape;
+  bool reference = true;
+};
+
 /// Checks and times the variants of one shape group at a time.
 class Measurer {
  public:
   virtual ~Measurer() = default;
+  /// The groups the run will begin, in order, so that their host side (inputs, reference) can be
+  /// prepared on other cores while earlier groups are timed. A hint: a group begun that was not
+  /// expected is prepared when it begins; one expected and never begun costs only host time.
+  virtual void expect(const std::vector<Upcoming>& order) { (void)order; }
   /// Prepares inputs, reference and buffers for `g`. Returns an empty string, or why it could not.
   virtual std::string begin_shape(const ShapeGroup& g) = 0;
   /// Correctness gate, device check and timing of one variant of the current group.
@@ -53,6 +66,9 @@ class Measurer {
   /// Called outside begin_shape/end_shape, so it needs none of the group's buffers.
   virtual BenchResult measure_copy_same_size(const ShapeGroup& g) = 0;
 };
+
+/// Whether any variant of `g` is missing from the cache: the group then needs begin_shape.
+bool needs_measuring(const ShapeGroup& g, const ResultCache& cache);
 
 /// Progress with an ETA, one line per update (or one rewritten line on a terminal).
 class Progress {

@@ -1,0 +1,56 @@
+// bench/host_inputs.hpp: the host side of one shape group, computed without the GPU: its tensors, the
+// inputs as drawn (or widened to the judge's wide value range) and the float64 reference. Pure
+// functions of the request, so any thread may compute them ahead of the group's GPU work
+// (bench/prefetch.hpp); host-compiled, CPU-tested.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ktune/dtype.hpp>
+#include <ktune/harness.hpp>
+#include <ktune/spec.hpp>
+
+namespace ktune::bench {
+
+/// What a group's host side depends on. Two equal requests give equal groups.
+struct HostRequest {
+  std::string op;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::uint64_t seed = 0;
+  bool reference = true;  ///< the gate needs it; rounds of timing only do not
+  bool wide = false;      ///< --value-range wide (implies the reference: it bounds the widening)
+
+  bool operator==(const HostRequest& o) const {
+    return op == o.op && dtype == o.dtype && shape.key() == o.shape.key() && seed == o.seed &&
+           reference == o.reference && wide == o.wide;
+  }
+  /// "op/dtype/shape" and the kind: for messages.
+  std::string describe() const;
+};
+
+struct HostGroup {
+  std::string error;                            ///< why the group cannot run (nothing else is valid then)
+  std::vector<TensorInfo> tensors;
+  HostTensors inputs;                           ///< every tensor; write-only ones sized, not filled
+  std::vector<std::vector<double>> reference;   ///< of each output, in tensors() order; empty unless asked
+  double bytes_moved = 0;                       ///< per call, from the spec
+  double cpu_s = 0;                             ///< the thread's CPU time computing it
+
+  /// Host memory the group holds.
+  std::size_t held_bytes() const;
+};
+
+/// The group of `r`: tensors, inputs, their check against the spec's bytes, and the reference (with
+/// `r.wide`, inputs scaled until the reference stays finite in the outputs' storage type). Never throws:
+/// a harness's exception becomes `error`.
+HostGroup prepare_host(const Harness& harness, const Spec& spec, const HostRequest& r);
+
+/// --value-range wide: every input scaled so its largest magnitude reaches `reach`, and one element in
+/// sixteen (a fixed, seed-dependent pick) set to exactly zero. Write-only tensors are left alone.
+void widen(HostTensors& host, const std::vector<TensorInfo>& tensors, DType dtype, std::uint64_t seed, double reach);
+
+}  // namespace ktune::bench

@@ -1,0 +1,143 @@
+#include "prefetch.hpp"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <utility>
+
+namespace ktune::bench {
+
+HostPrefetcher::HostPrefetcher(Work work, unsigned threads, std::size_t lookahead, std::size_t budget_bytes)
+    : work_(std::move(work)), lookahead_(std::max<std::size_t>(lookahead, 1)), budget_(budget_bytes) {
+  for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
+}
+
+HostPrefetcher::~HostPrefetcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+    for (auto& s : queue_) s->abandoned = true;
+    queue_.clear();
+  }
+  changed_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+HostGroup HostPrefetcher::compute(const HostRequest& r) {
+  try {
+    return work_(r);
+  } catch (const std::exception& e) {
+    HostGroup g;
+    g.error = std::string("preparing ") + r.describe() + ": " + e.what();
+    return g;
+  }
+}
+
+std::shared_ptr<HostPrefetcher::Slot> HostPrefetcher::next_to_start() {
+  if (stop_ || held_ >= budget_) return nullptr;
+  const std::size_t n = std::min(queue_.size(), lookahead_);
+  for (std::size_t i = 0; i < n; ++i)
+    if (queue_[i]->state == Slot::queued) return queue_[i];
+  return nullptr;
+}
+
+void HostPrefetcher::work_loop() {
+  // Below the measuring thread: the GPU's timing must not wait for a core.
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    std::shared_ptr<Slot> slot;
+    changed_.wait(lock, [&] { return stop_ || (slot = next_to_start()) != nullptr; });
+    if (stop_) return;
+    slot->state = Slot::running;
+    lock.unlock();
+    HostGroup g = compute(slot->request);
+    lock.lock();
+    stats_.worker_cpu_s += g.cpu_s;
+    slot->state = Slot::done;
+    if (!slot->abandoned) {
+      held_ += g.held_bytes();
+      slot->group = std::move(g);
+    }
+    changed_.notify_all();
+  }
+}
+
+void HostPrefetcher::expect(std::vector<HostRequest> order) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& s : queue_) {
+      s->abandoned = true;
+      if (s->state == Slot::done) held_ -= s->group.held_bytes();
+    }
+    queue_.clear();
+    for (HostRequest& r : order) {
+      auto s = std::make_shared<Slot>();
+      s->request = std::move(r);
+      queue_.push_back(std::move(s));
+    }
+  }
+  changed_.notify_all();
+}
+
+HostGroup HostPrefetcher::take(const HostRequest& r) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto at = std::find_if(queue_.begin(), queue_.end(), [&](const auto& s) { return s->request == r; });
+  if (at == queue_.end()) {
+    ++stats_.in_line;
+    lock.unlock();
+    return compute(r);
+  }
+  for (auto it = queue_.begin(); it != at; ++it) {  // skipped by the run
+    (*it)->abandoned = true;
+    if ((*it)->state == Slot::done) held_ -= (*it)->group.held_bytes();
+    ++stats_.dropped;
+  }
+  std::shared_ptr<Slot> slot = *at;
+  queue_.erase(queue_.begin(), at + 1);
+  changed_.notify_all();  // the window moved on
+  if (slot->state == Slot::queued) {  // no worker got to it: nothing to wait for
+    slot->abandoned = true;
+    ++stats_.in_line;
+    lock.unlock();
+    return compute(r);
+  }
+  ++stats_.ahead;
+  const auto t0 = std::chrono::steady_clock::now();
+  changed_.wait(lock, [&] { return slot->state == Slot::done; });
+  stats_.wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  held_ -= slot->group.held_bytes();
+  slot->abandoned = true;  // taken: a later expect() must not count it again
+  changed_.notify_all();
+  return std::move(slot->group);
+}
+
+HostPrefetcher::Stats HostPrefetcher::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+unsigned default_prefetch_threads() {
+  if (const char* env = std::getenv("KTUNE_PREP_THREADS"); env && *env) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(env, &end, 10);
+    if (end && *end == '\0') return static_cast<unsigned>(std::min<unsigned long>(v, 64));
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 2 ? std::min(hw - 2, 32u) : 0;
+}
+
+std::size_t default_prefetch_budget() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  const std::size_t quarter = pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 4
+                                                     : std::size_t{4} << 30;
+  return std::min(quarter, std::size_t{32} << 30);
+}
+
+}  // namespace ktune::bench

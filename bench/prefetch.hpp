@@ -1,0 +1,77 @@
+// bench/prefetch.hpp: the host side of the groups a run will begin next, computed on other cores while
+// the GPU times the current one. The float64 reference and the inputs of a group are a pure function
+// of its request (host_inputs.hpp), and a run knows its order of groups in advance, so the measuring
+// thread only waits when the host falls behind the GPU. Host-only, CPU-tested.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "host_inputs.hpp"
+
+namespace ktune::bench {
+
+class HostPrefetcher {
+ public:
+  using Work = std::function<HostGroup(const HostRequest&)>;
+
+  struct Stats {
+    std::size_t ahead = 0;     ///< groups taken that a worker had prepared (or was preparing)
+    std::size_t in_line = 0;   ///< groups computed by take() itself (not expected, or not started yet)
+    std::size_t dropped = 0;   ///< expected groups the run skipped (prepared or not)
+    double worker_cpu_s = 0;   ///< CPU time the workers spent preparing
+    double wait_s = 0;         ///< time take() waited for a worker
+  };
+
+  /// `threads` workers (0: take() computes everything itself, in line). Workers start a group only
+  /// within the next `lookahead` expected ones and while the prepared groups not yet taken hold less
+  /// than `budget_bytes` of host memory.
+  HostPrefetcher(Work work, unsigned threads, std::size_t lookahead, std::size_t budget_bytes);
+  ~HostPrefetcher();  ///< stops the workers; groups in progress are finished and discarded
+  HostPrefetcher(const HostPrefetcher&) = delete;
+  HostPrefetcher& operator=(const HostPrefetcher&) = delete;
+
+  /// The requests the run will take next, in order; replaces what was expected and not yet taken.
+  void expect(std::vector<HostRequest> order);
+  /// The group of `r`. Expected requests before it are dropped (the run skipped them); a request that
+  /// was not expected is computed here and drops nothing.
+  HostGroup take(const HostRequest& r);
+
+  Stats stats() const;
+  unsigned threads() const { return static_cast<unsigned>(workers_.size()); }
+
+ private:
+  struct Slot {
+    HostRequest request;
+    enum State { queued, running, done } state = queued;
+    bool abandoned = false;  // dropped or taken away while running
+    HostGroup group;
+  };
+  void work_loop();
+  std::shared_ptr<Slot> next_to_start();  // under mutex_
+  HostGroup compute(const HostRequest& r);
+
+  Work work_;
+  std::size_t lookahead_, budget_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::shared_ptr<Slot>> queue_;  // expected, not yet taken, in order
+  std::size_t held_ = 0;                     // bytes of prepared groups not yet taken
+  bool stop_ = false;
+  Stats stats_;
+  std::vector<std::thread> workers_;
+};
+
+/// Workers for a process that also times on the GPU: every core but two (the measuring thread and the
+/// CUDA driver's), at most 32; KTUNE_PREP_THREADS overrides (0: no prefetching).
+unsigned default_prefetch_threads();
+/// Host memory the prepared groups not yet taken may hold: a quarter of the machine's, at most 32 GiB.
+std::size_t default_prefetch_budget();
+
+}  // namespace ktune::bench

@@ -1,0 +1,263 @@
+// The host side of a run prepared ahead (bench/prefetch.hpp, bench/host_inputs.hpp): groups come back
+// as the work computes them, in any order of readiness, never more in flight than the look-ahead and
+// the memory budget allow, skipped ones dropped, unexpected ones computed in line.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "host_inputs.hpp"
+#include "prefetch.hpp"
+
+namespace ktune::bench {
+namespace {
+
+HostRequest request(int tokens, bool reference = true) {
+  HostRequest r;
+  r.op = "toy";
+  r.dtype = DType::f32;
+  r.shape.dims = {{"tokens", tokens}};
+  r.seed = 7;
+  r.reference = reference;
+  return r;
+}
+
+/// A group whose one input holds `tokens` bytes, tagged with the computing thread.
+struct CountingWork {
+  std::atomic<int> calls{0}, running{0}, most_running{0};
+  std::mutex m;
+  std::condition_variable cv;
+  bool open = true;  // false: calls block until released
+  std::thread::id main = std::this_thread::get_id();
+  std::atomic<int> off_main{0};
+
+  HostGroup operator()(const HostRequest& r) {
+    ++calls;
+    const int now = ++running;
+    for (int seen = most_running; now > seen && !most_running.compare_exchange_weak(seen, now);) {}
+    if (std::this_thread::get_id() != main) ++off_main;
+    {
+      std::unique_lock<std::mutex> lock(m);
+      cv.wait(lock, [&] { return open; });
+    }
+    --running;
+    if (r.shape.at("tokens") < 0) throw std::runtime_error("negative tokens");
+    HostGroup g;
+    g.inputs.assign(1, std::vector<std::byte>(static_cast<std::size_t>(r.shape.at("tokens"))));
+    g.bytes_moved = static_cast<double>(r.shape.at("tokens"));
+    return g;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      open = true;
+    }
+    cv.notify_all();
+  }
+};
+
+TEST(HostPrefetcher, WithoutThreadsEverythingIsComputedInLine) {
+  CountingWork w;
+  HostPrefetcher p([&](const HostRequest& r) { return w(r); }, 0, 4, 1 << 20);
+  p.expect({request(1), request(2)});
+  EXPECT_EQ(p.take(request(1)).bytes_moved, 1);
+  EXPECT_EQ(p.take(request(2)).bytes_moved, 2);
+  EXPECT_EQ(w.off_main, 0);
+  EXPECT_EQ(p.stats().in_line, 2u);
+  EXPECT_EQ(p.stats().ahead, 0u);
+}
+
+TEST(HostPrefetcher, ExpectedGroupsArePreparedByTheWorkersAndTakenInOrder) {
+  CountingWork w;
+  HostPrefetcher p([&](const HostRequest& r) { return w(r); }, 3, 8, 1 << 20);
+  std::vector<HostRequest> order;
+  for (int t = 1; t <= 10; ++t) order.push_back(request(t));
+  p.expect(order);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the GPU timing an earlier group
+  for (int t = 1; t <= 10; ++t) {
+    const HostGroup g = p.take(request(t));
+    ASSERT_TRUE(g.error.empty());
+    EXPECT_EQ(g.bytes_moved, t);
+    ASSERT_EQ(g.inputs.size(), 1u);
+    EXPECT_EQ(g.inputs[0].size(), static_cast<std::size_t>(t));
+  }
+  const HostPrefetcher::Stats s = p.stats();
+  EXPECT_EQ(s.ahead + s.in_line, 10u);
+  EXPECT_GE(s.ahead, 8u);  // the look-ahead's worth was ready before the first take
+  EXPECT_GE(w.off_main, 8);
+  EXPECT_EQ(w.calls, 10);  // nothing computed twice
+  EXPECT_EQ(s.dropped, 0u);
+}
+
+TEST(HostPrefetcher, SkippedGroupsAreDroppedAndUnexpectedOnesComputedWithoutDroppingAny) {
+  CountingWork w;
+  HostPrefetcher p([&](const HostRequest& r) { return w(r); }, 2, 8, 1 << 20);
+  p.expect({request(1), request(2), request(3), request(4)});
+  EXPECT_EQ(p.take(request(99)).bytes_moved, 99);  // not expected: in line, the queue stays
+  EXPECT_EQ(p.stats().dropped, 0u);
+  EXPECT_EQ(p.take(request(3)).bytes_moved, 3);  // 1 and 2 were skipped by the run
+  EXPECT_EQ(p.stats().dropped, 2u);
+  EXPECT_EQ(p.take(request(4)).bytes_moved, 4);
+  // Inputs only and inputs with the reference are different groups.
+  p.expect({request(5, true)});
+  EXPECT_EQ(p.take(request(5, false)).bytes_moved, 5);
+  EXPECT_EQ(p.stats().dropped, 2u);
+}
+
+TEST(HostPrefetcher, NeverRunsMoreThanTheLookAheadAtOnce) {
+  CountingWork w;
+  w.open = false;
+  HostPrefetcher p([&](const HostRequest& r) { return w(r); }, 6, 2, 1 << 20);
+  std::vector<HostRequest> order;
+  for (int t = 1; t <= 8; ++t) order.push_back(request(t));
+  p.expect(order);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(w.running, 2);  // six threads, a look-ahead of two
+  w.release();
+  for (int t = 1; t <= 8; ++t) EXPECT_EQ(p.take(request(t)).bytes_moved, t);
+  EXPECT_LE(w.most_running, 2);
+}
+
+TEST(HostPrefetcher, StopsPreparingWhilePreparedGroupsHoldTheBudget) {
+  CountingWork w;
+  HostPrefetcher p([&](const HostRequest& r) { return w(r); }, 4, 16, 100);
+  std::vector<HostRequest> order;
+  for (int t = 0; t < 6; ++t) order.push_back(request(150));  // each one alone exceeds the budget
+  order[5] = request(151);
+  p.expect(order);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Every worker may start while nothing is held; once one group is held, none starts.
+  EXPECT_LE(w.calls, 4);
+  EXPECT_GE(w.calls, 1);
+  EXPECT_EQ(p.take(request(151)).bytes_moved, 151);  // the five before it dropped, memory freed
+  EXPECT_EQ(p.stats().dropped, 5u);
+}
+
+TEST(HostPrefetcher, AFailingGroupBecomesAnErrorNotACrash) {
+  CountingWork w;
+  HostPrefetcher p([&](const HostRequest& r) { return w(r); }, 2, 4, 1 << 20);
+  p.expect({request(-1), request(2)});
+  const HostGroup bad = p.take(request(-1));
+  EXPECT_NE(bad.error.find("negative tokens"), std::string::npos);
+  EXPECT_NE(bad.error.find("toy/fp32/tokens=-1"), std::string::npos);
+  EXPECT_EQ(p.take(request(2)).bytes_moved, 2);
+}
+
+TEST(HostPrefetcher, StopsWithWorkStillQueuedOrRunning) {
+  CountingWork w;
+  w.open = false;
+  {
+    HostPrefetcher p([&](const HostRequest& r) { return w(r); }, 2, 4, 1 << 20);
+    p.expect({request(1), request(2), request(3)});
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::thread release([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      w.release();
+    });
+    release.detach();
+  }  // the destructor waits for the two running calls and starts no other
+  EXPECT_EQ(w.calls, 2);
+}
+
+// ---- prepare_host ----------------------------------------------------------------------------------
+
+/// out[i] = scale * in[i]^2, one fp32 input and one output; `bytes_per_call` what the spec says.
+class SquareHarness final : public Harness {
+ public:
+  double scale = 1;
+  bool throw_in_reference = false;
+  const char* op() const override { return "square"; }
+  std::vector<TensorInfo> tensors(const Shape& shape, DType) const override {
+    const auto n = static_cast<std::size_t>(shape.at("n"));
+    return {{"in", n, 4, Access::read}, {"out", n, 4, Access::write}};
+  }
+  void fill_inputs(const Shape& shape, DType, std::uint64_t seed, HostTensors& host) const override {
+    auto* p = reinterpret_cast<float*>(host[0].data());
+    for (std::int64_t i = 0; i < shape.at("n"); ++i) p[i] = 0.5f + static_cast<float>((seed + i) % 7) / 8;
+  }
+  std::vector<std::vector<double>> reference(const Shape& shape, DType, const HostTensors& in) const override {
+    if (throw_in_reference) throw std::runtime_error("reference exploded");
+    const auto* p = reinterpret_cast<const float*>(in[0].data());
+    std::vector<double> out(static_cast<std::size_t>(shape.at("n")));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = scale * double(p[i]) * double(p[i]);
+    return {out};
+  }
+  std::shared_ptr<const void> make_args(const Shape&, DType, const std::vector<void*>&) const override { return nullptr; }
+};
+
+/// The spec of SquareHarness; `in_extent` lets a test make it disagree with the harness.
+Spec square_spec(const std::string& in_extent = "n") {
+  return parse_spec_text(R"({"op": "square", "dims": {"n": [64]}, "tokens_dim": "n", "width_dim": "n",
+    "dtypes": ["fp32"], "tolerance": {"fp32": {"rel_l2": 1e-5, "atol": 1e-5, "rtol": 1e-5}},
+    "tensors": [{"name": "in", "shape": [")" + in_extent + R"("], "dtype": "element", "access": "read"},
+                {"name": "out", "shape": ["n"], "dtype": "element", "access": "write"}]})",
+                         "square spec");
+}
+
+HostRequest square(std::int64_t n, bool reference, bool wide = false) {
+  HostRequest r;
+  r.op = "square";
+  r.dtype = DType::f32;
+  r.shape.dims = {{"n", n}};
+  r.seed = 3;
+  r.reference = reference;
+  r.wide = wide;
+  return r;
+}
+
+TEST(PrepareHost, DrawsTheInputsAndComputesTheReferenceOnlyWhenAsked) {
+  SquareHarness h;
+  const Spec spec = square_spec();
+  const HostGroup with = prepare_host(h, spec, square(64, true));
+  ASSERT_TRUE(with.error.empty()) << with.error;
+  EXPECT_EQ(with.bytes_moved, 512);
+  ASSERT_EQ(with.reference.size(), 1u);
+  EXPECT_EQ(with.reference[0].size(), 64u);
+  EXPECT_EQ(with.inputs[1].size(), 256u);  // the output sized, for the layout
+  EXPECT_EQ(with.held_bytes(), 2 * 256u + 64 * sizeof(double));
+  const HostGroup without = prepare_host(h, spec, square(64, false));
+  EXPECT_TRUE(without.reference.empty());
+  EXPECT_EQ(without.inputs, with.inputs);  // the same draw: rounds see the gate's inputs
+}
+
+TEST(PrepareHost, RefusesAHarnessThatDisagreesWithTheSpecAndCatchesItsExceptions) {
+  SquareHarness h;
+  const HostGroup g = prepare_host(h, square_spec("2*n"), square(64, true));
+  EXPECT_NE(g.error.find("spec.json says 768"), std::string::npos) << g.error;
+  EXPECT_TRUE(g.inputs.empty());
+  h.throw_in_reference = true;
+  const HostGroup t = prepare_host(h, square_spec(), square(64, true));
+  EXPECT_NE(t.error.find("the harness failed: reference exploded"), std::string::npos) << t.error;
+}
+
+TEST(PrepareHost, WideValuesReachTheHundredsWithZerosAsFarAsTheReferenceStaysFinite) {
+  SquareHarness h;
+  const Spec spec = square_spec();
+  const HostGroup g = prepare_host(h, spec, square(4096, true, true));
+  ASSERT_TRUE(g.error.empty());
+  const auto* in = reinterpret_cast<const float*>(g.inputs[0].data());
+  float largest = 0;
+  int zeros = 0;
+  for (int i = 0; i < 4096; ++i) {
+    largest = std::max(largest, std::fabs(in[i]));
+    zeros += in[i] == 0.f;
+  }
+  EXPECT_NEAR(largest, 300.f, 1e-3);
+  EXPECT_GT(zeros, 4096 / 32);
+  EXPECT_LT(zeros, 4096 / 8);
+  // 300^2 * 1e33 overflows fp32; the widening halves until the reference is finite in fp32.
+  h.scale = 1e33;
+  const HostGroup halved = prepare_host(h, spec, square(4096, true, true));
+  double ref_max = 0;
+  for (double x : halved.reference[0]) ref_max = std::max(ref_max, x);
+  EXPECT_LE(ref_max, 3.4028234663852886e38);
+  EXPECT_GT(ref_max, 3.4028234663852886e38 / 4.5);  // one halving less would overflow
+}
+
+}  // namespace
+}  // namespace ktune::bench
