@@ -311,6 +311,7 @@ static int run_gate(const Options& opts, const std::map<std::string, Spec>& spec
 }
 
 int run_bench(int argc, char** argv) {
+  const auto process_start = std::chrono::steady_clock::now();
   Options opts;
   {
     std::vector<std::string> args(argv + 1, argv + argc);
@@ -412,6 +413,9 @@ int run_bench(int argc, char** argv) {
   if (!opts.gate.empty()) return run_gate(opts, specs, dev);
 
   const auto run_start = std::chrono::steady_clock::now();
+  // Loading the variants, reading the specs and creating the CUDA context: part of a tune's wall time.
+  const double startup_s = std::chrono::duration<double>(run_start - process_start).count();
+  std::cerr << "ktune_bench: started in " << number(startup_s) << " s (specs, device, CUDA context)\n";
   const TimingSettings timing = opts.quick ? quick_timing() : full_timing();
   std::cerr << "ktune_bench: " << dev.name << " (sm_" << dev.arch << ", " << dev.sms << " SMs): measuring the copy ceiling and an empty kernel\n";
   Baselines base;
@@ -526,6 +530,7 @@ int run_bench(int argc, char** argv) {
       search_context.emplace_back(std::string("phase_") + PhaseTimes::name(k) + "_cpu_s", number(p.cpu_s[k]));
     }
     search_context.emplace_back("measure_wall_s", number(wall));
+    search_context.emplace_back("startup_s", number(startup_s));
     std::cerr << line.str() << "\n";
     // The inputs and references prepared on other cores while the GPU timed (bench/prefetch.hpp).
     const HostPrefetcher::Stats h = measurer.prefetch_stats();
@@ -581,6 +586,7 @@ int run_bench(int argc, char** argv) {
     }
   }
 
+  const auto report_start = std::chrono::steady_clock::now();
   const int color = isatty(1) ? benchmark::ConsoleReporter::OO_Color : benchmark::ConsoleReporter::OO_None;
   QuietConsole<AgreedNames<benchmark::ConsoleReporter>> console(
       static_cast<benchmark::ConsoleReporter::OutputOptions>(benchmark::ConsoleReporter::OO_Tabular | color));
@@ -595,6 +601,8 @@ int run_bench(int argc, char** argv) {
         opts.benchmark_out_format == "json" ? static_cast<benchmark::BenchmarkReporter*>(&json_file) : &console_file;
     benchmark::RunSpecifiedBenchmarks(display, file);
   }
+  std::cerr << "ktune_bench: wrote the results in "
+            << number(std::chrono::duration<double>(std::chrono::steady_clock::now() - report_start).count()) << " s\n";
   // No benchmark::Shutdown() here: Google Benchmark 1.7's Shutdown deletes its custom-context map
   // without resetting the pointer, so a second run in the same process (the GPU smoke test) would
   // write into freed memory. main() shuts down once, at exit.

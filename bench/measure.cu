@@ -215,6 +215,39 @@ std::uint64_t shape_seed(std::uint64_t run_seed, const std::string& op, DType dt
   return mix64(run_seed ^ h) & ((std::uint64_t{1} << 53) - 1);
 }
 
+/// A device (or pinned host) buffer kept from one shape group to the next and grown when a group needs
+/// more: allocating and freeing every group's buffers (pinning and unpinning up to gigabytes, cudaFree
+/// synchronising the device) was most of the `prepare` phase that the host workers did not hide.
+struct KeptBuffer {
+  bool pinned = false;
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  KeptBuffer(const KeptBuffer&) = delete;
+  KeptBuffer& operator=(const KeptBuffer&) = delete;
+  explicit KeptBuffer(bool pinned_host = false) : pinned(pinned_host) {}
+  ~KeptBuffer() { free(); }
+  void free() {
+    if (p) (void)(pinned ? cudaFreeHost(p) : cudaFree(p));
+    p = nullptr;
+    bytes = 0;
+  }
+  /// At least `need` bytes (an error leaves the buffer empty and the CUDA error state clear).
+  cudaError_t reserve(std::size_t need) {
+    need = std::max<std::size_t>(need, 1);
+    if (bytes >= need) return cudaSuccess;
+    free();
+    const cudaError_t e = pinned ? cudaMallocHost(&p, need) : cudaMalloc(&p, need);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      p = nullptr;
+      return e;
+    }
+    bytes = need;
+    return cudaSuccess;
+  }
+  char* data() const { return static_cast<char*>(p); }
+};
+
 struct GpuMeasurer::State {
   std::map<std::string, Spec> specs;
   int arch = 0;
@@ -245,6 +278,8 @@ struct GpuMeasurer::State {
   std::vector<std::vector<double>> ref_norms;
   std::vector<std::size_t> host_offsets;  // of each output in `host_out`
   char* host_out = nullptr;             // pinned, for the gate's copies back
+  // Where arena, pristine, host_out, reference_dev and gate_arena live (grown, never freed per group).
+  KeptBuffer kept_arena, kept_pristine, kept_host_out{true}, kept_reference, kept_gate;
   const Variant* checked = nullptr;     // the variant of the last successful check()
   HostTensors host_inputs;              // kept by begin_rounds for a gate the rounds may need
 
@@ -300,16 +335,11 @@ struct GpuMeasurer::State {
 
   void release() {
     prepared.clear();  // the graphs hold pointers into the arena
-    for (double* p : reference_dev) cudaFree(p);
     reference_dev.clear();
     cross_checked = false;
     args.clear();  // Args may own nothing on the device, but drop them before the memory they point to
-    if (arena) cudaFree(arena);
-    if (pristine) cudaFree(pristine);
-    if (host_out) cudaFreeHost(host_out);
-    arena = pristine = host_out = nullptr;
+    arena = pristine = host_out = nullptr;  // their kept buffers stay for the next group
     gate_args.reset();
-    if (gate_arena) cudaFree(gate_arena);
     for (void* p : gate_allocs) cudaFree(p);
     gate_arena = nullptr;
     gate_arena_bytes = 0;
@@ -468,11 +498,18 @@ struct GpuMeasurer::State {
       // adapter's host work does not count as the call's time; the outputs are overwritten after the
       // capture, so work that ran during it (a kernel put on a stream of the variant's own, which no
       // graph of the call holds) does not count either.
+      // The two events are nodes of the graph, around the call: the time is the GPU's, not the host's
+      // to submit the graph (a busy host, such as the workers preparing later groups, adds nothing),
+      // and the graph is uploaded first so its first launch pays no upload either.
+      KTUNE_TRY(ensure_events());
       ktune::detail::GraphGuard g;
       if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+        const bool first = cudaEventRecordWithFlags(ev_start, stream, cudaEventRecordExternal) == cudaSuccess;
         const Status captured = v.run(args[set].get(), stream);
+        const bool last = cudaEventRecordWithFlags(ev_stop, stream, cudaEventRecordExternal) == cudaSuccess;
         const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);
-        if (!captured.ok() || end != cudaSuccess || cudaGraphInstantiate(&g.exec, g.graph, 0) != cudaSuccess) {
+        if (!first || !captured.ok() || !last || end != cudaSuccess ||
+            cudaGraphInstantiate(&g.exec, g.graph, 0) != cudaSuccess || cudaGraphUpload(g.exec, stream) != cudaSuccess) {
           if (g.exec) cudaGraphExecDestroy(g.exec);
           g.exec = nullptr;
         }
@@ -492,11 +529,14 @@ struct GpuMeasurer::State {
         }
       }
       KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-      KTUNE_TRY(ensure_events());
-      Status launched = Status::from_cuda(cudaEventRecord(ev_start, stream), "cudaEventRecord");
-      if (launched.ok())
-        launched = g.exec ? Status::from_cuda(cudaGraphLaunch(g.exec, stream), "cudaGraphLaunch") : v.run(args[set].get(), stream);
-      if (launched.ok()) launched = Status::from_cuda(cudaEventRecord(ev_stop, stream), "cudaEventRecord");
+      Status launched;
+      if (g.exec) {
+        launched = Status::from_cuda(cudaGraphLaunch(g.exec, stream), "cudaGraphLaunch");
+      } else {  // a call that cannot be captured: timed from the host's side, launches included
+        launched = Status::from_cuda(cudaEventRecord(ev_start, stream), "cudaEventRecord");
+        if (launched.ok()) launched = v.run(args[set].get(), stream);
+        if (launched.ok()) launched = Status::from_cuda(cudaEventRecord(ev_stop, stream), "cudaEventRecord");
+      }
       // The whole device: work a variant put on a stream of its own must have finished too.
       if (launched.ok()) launched = Status::from_cuda(cudaDeviceSynchronize(), "the verified call");
       KTUNE_TRY(launched);
@@ -682,7 +722,13 @@ void GpuMeasurer::set_device_compare(bool on) { s_->device_compare = on; }
 
 void GpuMeasurer::expect(const std::vector<Upcoming>& order) {
   std::vector<HostRequest> requests;
-  for (const Upcoming& u : order) requests.push_back(s_->host_request(u.op, u.dtype, u.shape, u.reference));
+  for (const Upcoming& u : order) {
+    HostRequest r = s_->host_request(u.op, u.dtype, u.shape, u.reference);
+    // A reference that runs S on the GPU is computed when its group begins, on this thread.
+    const Harness* h = HarnessRegistry::global().find(u.op);
+    if (r.reference && h && h->reference_uses_gpu()) continue;
+    requests.push_back(std::move(r));
+  }
   s_->prefetch->expect(std::move(requests));
 }
 
@@ -742,28 +788,26 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   // Halve the rotation until it fits: a cold L2 with fewer sets beats no measurement.
   s.rotations = s.cold_l2 ? rotations_for_cold_l2(s.set_bytes, s.l2_bytes) : 1;
   for (;;) {
-    void* p = nullptr;
-    const cudaError_t e = cudaMalloc(&p, s.rotations * s.set_bytes);
+    const cudaError_t e = s.kept_arena.reserve(s.rotations * s.set_bytes);
     if (e == cudaSuccess) {
-      s.arena = static_cast<char*>(p);
+      s.arena = s.kept_arena.data();
       break;
     }
-    (void)cudaGetLastError();
     if (e != cudaErrorMemoryAllocation || s.rotations == 1)
       return "cudaMalloc of " + std::to_string(s.rotations * s.set_bytes) + " bytes: " + cudaGetErrorString(e);
     s.rotations = (s.rotations + 1) / 2;
   }
-  {
-    void* p = nullptr;
-    cudaError_t e = cudaMalloc(&p, s.set_bytes);
-    if (e != cudaSuccess) return std::string("cudaMalloc of the pristine inputs: ") + cudaGetErrorString(e);
-    s.pristine = static_cast<char*>(p);
-  }
+  if (const cudaError_t e = s.kept_pristine.reserve(s.set_bytes); e != cudaSuccess)
+    return std::string("cudaMalloc of the pristine inputs: ") + cudaGetErrorString(e);
+  s.pristine = s.kept_pristine.data();
 
   auto prepare = [&]() -> Status {
     for (std::size_t t = 0; t < s.tensors.size(); ++t)
       if (s.tensors[t].access != Access::write && s.tensors[t].bytes())
-        KTUNE_CUDA_TRY(cudaMemcpy(s.pristine + s.offsets[t], host[t].data(), s.tensors[t].bytes(), cudaMemcpyHostToDevice));
+        // On the measuring stream, not the legacy one: a pageable cudaMemcpy may return before its DMA
+        // lands, and the copies into the rotation sets below must read the inputs, not what was there.
+        KTUNE_CUDA_TRY(cudaMemcpyAsync(s.pristine + s.offsets[t], host[t].data(), s.tensors[t].bytes(),
+                                       cudaMemcpyHostToDevice, s.stream));
     for (std::size_t set = 0; set < s.rotations; ++set) {
       std::vector<void*> ptrs;
       for (std::size_t t = 0; t < s.tensors.size(); ++t) {
@@ -835,16 +879,22 @@ std::string GpuMeasurer::prepare_gate(const HostTensors& host) {
     host_bytes += t.bytes();
   }
   void* p = nullptr;
-  cudaError_t e = cudaMallocHost(&p, std::max<std::size_t>(host_bytes, 1));
+  cudaError_t e = s.kept_host_out.reserve(host_bytes);
   if (e != cudaSuccess) return std::string("cudaMallocHost of the output staging: ") + cudaGetErrorString(e);
-  s.host_out = static_cast<char*>(p);
+  s.host_out = s.kept_host_out.data();
   if (s.device_compare && !s.device_compare_off) {
+    std::vector<std::size_t> at;
+    std::size_t bytes = 0;
     for (std::size_t o = 0; o < s.outputs.size(); ++o) {
-      const std::size_t bytes = std::max<std::size_t>(s.reference[o].size(), 1) * sizeof(double);
-      e = cudaMalloc(&p, bytes);
-      if (e != cudaSuccess) return std::string("cudaMalloc of the reference on the device: ") + cudaGetErrorString(e);
-      s.reference_dev.push_back(static_cast<double*>(p));
-      e = cudaMemcpy(p, s.reference[o].data(), s.reference[o].size() * sizeof(double), cudaMemcpyHostToDevice);
+      at.push_back(bytes);
+      bytes += (s.reference[o].size() * sizeof(double) + tensor_alignment - 1) / tensor_alignment * tensor_alignment;
+    }
+    e = s.kept_reference.reserve(bytes);
+    if (e != cudaSuccess) return std::string("cudaMalloc of the reference on the device: ") + cudaGetErrorString(e);
+    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+      s.reference_dev.push_back(reinterpret_cast<double*>(s.kept_reference.data() + at[o]));
+      e = cudaMemcpyAsync(s.reference_dev.back(), s.reference[o].data(), s.reference[o].size() * sizeof(double),
+                          cudaMemcpyHostToDevice, s.stream);  // ordered before the comparisons (see the inputs' upload)
       if (e != cudaSuccess) return std::string("copying the reference to the device: ") + cudaGetErrorString(e);
     }
   }
@@ -865,9 +915,9 @@ std::string GpuMeasurer::prepare_gate(const HostTensors& host) {
       s.gate_arena_bytes += guard_bytes + (t.bytes() + tensor_alignment - 1) / tensor_alignment * tensor_alignment + guard_bytes;
     }
     if (s.gate_arena_bytes == 0) s.gate_arena_bytes = 2 * guard_bytes;
-    e = cudaMalloc(&p, s.gate_arena_bytes);
+    e = s.kept_gate.reserve(s.gate_arena_bytes);
     if (e != cudaSuccess) return "cudaMalloc of the gate's guarded buffers (" + std::to_string(s.gate_arena_bytes) + " bytes): " + cudaGetErrorString(e);
-    s.gate_arena = static_cast<char*>(p);
+    s.gate_arena = s.kept_gate.data();
     for (std::size_t t = 0; t < s.tensors.size(); ++t) s.gate_ptr[t] = s.gate_arena + at[t];
   }
   s.gate_dirty = true;

@@ -371,6 +371,8 @@ std::string harness_hpp(const Model& m) {
        "      index += info[k].elements;\n"
        "    }\n"
        "  }\n\n";
+  o += "  /// S runs on the GPU: the bench computes this reference on its measuring thread, never ahead.\n"
+       "  bool reference_uses_gpu() const override { return true; }\n\n";
   o += "  /// S's outputs for `inputs`, run on the current GPU.\n"
        "  std::vector<std::vector<double>> reference(const ktune::Shape& shape, ktune::DType dtype,\n"
        "                                             const ktune::HostTensors& inputs) const override {\n"

@@ -59,6 +59,10 @@ class Harness {
   virtual void fill_inputs(const Shape& shape, DType dtype, std::uint64_t seed, HostTensors& host) const = 0;
   /// float64 reference values of every output tensor (write or read_write), in tensors() order.
   virtual std::vector<std::vector<double>> reference(const Shape& shape, DType dtype, const HostTensors& inputs) const = 0;
+  /// Whether reference() runs on the GPU (S itself, for an op `ktune derive` made). Host-only references
+  /// may be computed on any thread, ahead of their group (bench/prefetch.hpp); a GPU one only on the
+  /// thread that measures, where it cannot collide with a stream capture.
+  virtual bool reference_uses_gpu() const { return false; }
   /// The op's Args<E> for dtype, pointing at `device` buffers (tensors() order), contiguous rows.
   virtual std::shared_ptr<const void> make_args(const Shape& shape, DType dtype, const std::vector<void*>& device) const = 0;
 };

@@ -75,6 +75,9 @@ class Harness final : public ktune::Harness {
     }
   }
 
+  /// S runs on the GPU: the bench computes this reference on its measuring thread, never ahead.
+  bool reference_uses_gpu() const override { return true; }
+
   /// S's outputs for `inputs`, run on the current GPU.
   std::vector<std::vector<double>> reference(const ktune::Shape& shape, ktune::DType dtype,
                                              const ktune::HostTensors& inputs) const override {
