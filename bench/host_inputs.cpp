@@ -81,6 +81,13 @@ std::string HostRequest::describe() const {
   return op + "/" + name(dtype) + "/" + shape.key() + (wide ? " (wide values)" : reference ? "" : " (inputs only)");
 }
 
+std::vector<double> chunk_norms(const std::vector<double>& ref) {
+  std::vector<double> out((ref.size() + reference_chunk - 1) / reference_chunk, 0.0);
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (std::isfinite(ref[i])) out[i / reference_chunk] += ref[i] * ref[i];
+  return out;
+}
+
 std::size_t HostGroup::held_bytes() const {
   std::size_t n = 0;
   for (const auto& t : inputs) n += t.size();
@@ -100,6 +107,7 @@ HostGroup prepare_host(const Harness& harness, const Spec& spec, const HostReque
     g.inputs.clear();
     g.reference.clear();
   }
+  for (const std::vector<double>& ref : g.reference) g.norms.push_back(chunk_norms(ref));
   g.cpu_s = thread_cpu_s() - cpu0;
   return g;
 }

@@ -15,6 +15,12 @@
 
 namespace ktune::bench {
 
+/// The gate compares outputs with the reference in chunks of this many elements (on several threads).
+constexpr std::size_t reference_chunk = std::size_t{1} << 20;
+
+/// Σ ref² over the finite elements of each reference_chunk: what the comparison divides by.
+std::vector<double> chunk_norms(const std::vector<double>& ref);
+
 /// What a group's host side depends on. Two equal requests give equal groups.
 struct HostRequest {
   std::string op;
@@ -37,6 +43,7 @@ struct HostGroup {
   std::vector<TensorInfo> tensors;
   HostTensors inputs;                           ///< every tensor; write-only ones sized, not filled
   std::vector<std::vector<double>> reference;   ///< of each output, in tensors() order; empty unless asked
+  std::vector<std::vector<double>> norms;       ///< chunk_norms of each reference
   double bytes_moved = 0;                       ///< per call, from the spec
   double cpu_s = 0;                             ///< the thread's CPU time computing it
 

@@ -38,7 +38,7 @@ namespace ktune::bench {
 namespace {
 
 constexpr std::size_t tensor_alignment = 256;   // what cudaMalloc gives: full-width vector paths apply
-constexpr std::size_t compare_chunk = std::size_t{1} << 20;
+constexpr std::size_t compare_chunk = reference_chunk;
 using judge::implausible_margin;
 using judge::work_time_factor;
 
@@ -114,15 +114,6 @@ Comparison compare_parallel(const T* out, const std::vector<double>& ref, const 
   c.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
   c.passed = c.mismatched == 0 && c.rel_l2 <= tol.rel_l2;
   return c;
-}
-
-/// Σ ref² over the finite elements of each compare chunk: what compare() divides by when every
-/// element matched.
-std::vector<double> chunk_norms(const std::vector<double>& ref) {
-  std::vector<double> out((ref.size() + compare_chunk - 1) / compare_chunk, 0.0);
-  for (std::size_t i = 0; i < ref.size(); ++i)
-    if (std::isfinite(ref[i])) out[i / compare_chunk] += ref[i] * ref[i];
-  return out;
 }
 
 }  // namespace
@@ -347,6 +338,13 @@ struct GpuMeasurer::State {
     gate_ptr.clear();
     input_digest.clear();
     gate_dirty = true;
+    if (prefetch) {  // the group's host memory is freed by a worker, not on the measuring thread
+      HostGroup old;
+      old.inputs = std::move(host_inputs);
+      old.reference = std::move(reference);
+      old.norms = std::move(ref_norms);
+      prefetch->discard(std::move(old));
+    }
     host_inputs.clear();
     reference.clear();
     ref_norms.clear();
@@ -775,6 +773,7 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   s.bytes_moved = hg.bytes_moved;
   s.tensors = std::move(hg.tensors);
   s.reference = std::move(hg.reference);
+  s.ref_norms = std::move(hg.norms);
   HostTensors host = std::move(hg.inputs);
   for (std::size_t t = 0; t < s.tensors.size(); ++t)
     if (s.tensors[t].is_output()) s.outputs.push_back(t);
@@ -851,30 +850,36 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
     s.host_inputs = std::move(host);
     return {};
   }
-  return prepare_gate(host);
+  const std::string err = prepare_gate(host);
+  HostGroup used;
+  used.inputs = std::move(host);
+  s.prefetch->discard(std::move(used));
+  return err;
 }
 
 std::string GpuMeasurer::prepare_gate(const HostTensors& host) {
   State& s = *s_;
-  if (s.reference.empty() && !s.outputs.empty()) {
+  if (s.reference.empty() && !s.outputs.empty()) {  // a reference the host workers did not compute
     try {
       s.reference = s.harness->reference(s.shape, s.dtype, host);
     } catch (const std::exception& e) {
       return std::string("the harness failed: ") + e.what();
     }
+    s.ref_norms.clear();
   }
   if (s.reference.size() != s.outputs.size())
     return "the harness's reference has " + std::to_string(s.reference.size()) + " outputs, its tensors " +
            std::to_string(s.outputs.size());
   std::size_t host_bytes = 0;
-  s.ref_norms.clear();
+  const bool norms_known = s.ref_norms.size() == s.reference.size();
+  if (!norms_known) s.ref_norms.clear();
   s.host_offsets.clear();
   for (std::size_t o = 0; o < s.outputs.size(); ++o) {
     const TensorInfo& t = s.tensors[s.outputs[o]];
     if (s.reference[o].size() != t.elements)
       return "the harness's reference of " + t.name + " has " + std::to_string(s.reference[o].size()) +
              " elements, the tensor " + std::to_string(t.elements);
-    s.ref_norms.push_back(chunk_norms(s.reference[o]));
+    if (!norms_known) s.ref_norms.push_back(chunk_norms(s.reference[o]));
     s.host_offsets.push_back(host_bytes);
     host_bytes += t.bytes();
   }

@@ -53,8 +53,16 @@ void HostPrefetcher::work_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     std::shared_ptr<Slot> slot;
-    changed_.wait(lock, [&] { return stop_ || (slot = next_to_start()) != nullptr; });
+    changed_.wait(lock, [&] { return stop_ || !trash_.empty() || (slot = next_to_start()) != nullptr; });
     if (stop_) return;
+    if (!trash_.empty()) {
+      HostGroup g = std::move(trash_.front());
+      trash_.pop_front();
+      lock.unlock();
+      g = HostGroup();  // freed here, off the measuring thread
+      lock.lock();
+      continue;
+    }
     slot->state = Slot::running;
     lock.unlock();
     HostGroup g = compute(slot->request);
@@ -116,6 +124,15 @@ HostGroup HostPrefetcher::take(const HostRequest& r) {
   slot->abandoned = true;  // taken: a later expect() must not count it again
   changed_.notify_all();
   return std::move(slot->group);
+}
+
+void HostPrefetcher::discard(HostGroup g) {
+  if (workers_.empty()) return;  // freed by g's destructor, here
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    trash_.push_back(std::move(g));
+  }
+  changed_.notify_one();
 }
 
 HostPrefetcher::Stats HostPrefetcher::stats() const {

@@ -43,6 +43,9 @@ class HostPrefetcher {
   /// was not expected is computed here and drops nothing.
   HostGroup take(const HostRequest& r);
 
+  /// Frees `g` on a worker (freeing gigabytes of host memory is not free either); in line without workers.
+  void discard(HostGroup g);
+
   Stats stats() const;
   unsigned threads() const { return static_cast<unsigned>(workers_.size()); }
 
@@ -62,6 +65,7 @@ class HostPrefetcher {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::shared_ptr<Slot>> queue_;  // expected, not yet taken, in order
+  std::deque<HostGroup> trash_;              // groups to free
   std::size_t held_ = 0;                     // bytes of prepared groups not yet taken
   bool stop_ = false;
   Stats stats_;

@@ -164,6 +164,21 @@ TEST(HostPrefetcher, StopsWithWorkStillQueuedOrRunning) {
   EXPECT_EQ(w.calls, 2);
 }
 
+TEST(HostPrefetcher, DiscardedGroupsAreFreedWithAndWithoutWorkers) {
+  for (unsigned threads : {0u, 2u}) {
+    CountingWork w;
+    HostPrefetcher p([&](const HostRequest& r) { return w(r); }, threads, 4, 1 << 20);
+    p.expect({request(64), request(65)});
+    for (int i = 0; i < 50; ++i) {
+      HostGroup g;
+      g.inputs.assign(3, std::vector<std::byte>(1 << 16));
+      p.discard(std::move(g));
+    }
+    EXPECT_EQ(p.take(request(64)).bytes_moved, 64);  // freeing never stands in the way of preparing
+    EXPECT_EQ(p.take(request(65)).bytes_moved, 65);
+  }  // and whatever is left to free goes with the prefetcher
+}
+
 // ---- prepare_host ----------------------------------------------------------------------------------
 
 /// out[i] = scale * in[i]^2, one fp32 input and one output; `bytes_per_call` what the spec says.
