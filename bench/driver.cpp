@@ -409,7 +409,8 @@ int run_bench(int argc, char** argv) {
   if (opts.list) {
     std::set<std::string> seen;
     std::size_t n = 0;
-    for (const ShapeGroup& g : plan_sweep(specs, registry, 0, opts, [](const WorkItem&) { return std::string(); })) {
+    const auto none = [](const WorkItem&) { return std::string(); };
+    for (const ShapeGroup& g : slice_groups(plan_sweep(specs, registry, 0, opts, none), specs, opts.slice, opts.slices)) {
       if (seen.insert(g.copy.name).second) {
         std::cout << g.copy.name << "\n";
         ++n;
@@ -496,7 +497,8 @@ int run_bench(int argc, char** argv) {
       return cache_key({it.op, name(it.dtype), it.shape.key(), it.id, b ? b->source_hash : std::string("unknown"),
                         build.toolchain, dev.name, method});
     };
-    const std::vector<ShapeGroup> groups = plan_sweep(specs, registry, dev.arch, opts, key_of);
+    const std::vector<ShapeGroup> groups =
+        slice_groups(plan_sweep(specs, registry, dev.arch, opts, key_of), specs, opts.slice, opts.slices);
     if (!opts.no_cache) cache_path = opts.cache.empty() ? executable_dir(argv[0]) + "/ktune-bench-cache.jsonl" : opts.cache;
     ResultCache cache(cache_path);
     if (const std::string err = cache.load(); !err.empty()) {

@@ -95,6 +95,18 @@ std::string parse_options(const std::vector<std::string>& args, Options& out) {
       }
     } else if (flag == "--separate-allocations") {
       err = toggle(out.separate_allocations);
+    } else if (flag == "--slice") {
+      if ((err = take(v)).empty()) {
+        const std::size_t slash = v.find('/');
+        auto number = [](const std::string& t, int& out) {
+          if (t.empty() || t.size() > 6 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+          out = std::stoi(t);
+          return true;
+        };
+        if (slash == std::string::npos || !number(v.substr(0, slash), out.slice) ||
+            !number(v.substr(slash + 1), out.slices) || out.slices < 1 || out.slice >= out.slices)
+          return "--slice K/N: 0 <= K < N, for example --slice 0/2";
+      }
     } else if (flag == "--cache") {
       err = take(out.cache);
     } else if (flag == "--seed") {
@@ -139,6 +151,8 @@ std::string parse_options(const std::vector<std::string>& args, Options& out) {
   if (out.benchmark_format != "json" && out.benchmark_format != "console")
     return "--benchmark_format: ktune_bench prints json or console";
   if (!out.retest.empty() && out.list) return "--retest and --list cannot be combined";
+  if (out.slices > 1 && (!out.retest.empty() || !out.gate.empty()))
+    return "--slice splits a search or a sweep, not a --retest or a --gate";
   if (out.exhaustive && !out.retest.empty()) return "--exhaustive is a way of sweeping; a --retest is timed one way";
   if (!out.gate.empty() && (out.list || !out.retest.empty())) return "--gate cannot be combined with --list or --retest";
   if ((out.separate_allocations || out.wide_values) && out.gate.empty())
@@ -167,6 +181,9 @@ Usage: ktune_bench [flags] [--benchmark_* flags]
   --dtypes fp16,bf16   dtypes to run (default: the spec's)
   --shapes REGEX       shapes whose key ("tokens=16,d=11008") matches
   --variants REGEX     variants whose id ("tpb_256.vb_16...", "original") matches
+  --slice K/N          only slice K (0-based) of N: the (op, dtype) units spread over N slices by expected
+                       cost, each whole (tools/tune.sh runs one slice per GPU and merges them; with
+                       --list, the slice's benchmarks, no GPU needed)
   --quick              few samples (smoke runs; cached separately from full runs)
   --warm-l2            no rotation of input sets (L2 stays warm)
   --retest FILE        interleaved re-test of {"candidates": [{"op", "dtype", "shape", "ids"}]}

@@ -29,6 +29,7 @@ struct Options {
   bool separate_allocations = false;     ///< --separate-allocations: the gate's tensors each in a cudaMalloc of
                                          ///< their own (for compute-sanitizer) instead of guarded regions
   bool wide_values = false;              ///< --value-range wide: inputs reaching the hundreds, exact zeros
+  int slice = 0, slices = 1;             ///< --slice K/N: only the (op, dtype) units of slice K of N (plan.hpp)
   std::string cache;                     ///< --cache FILE (empty: beside the executable)
   std::optional<std::uint64_t> seed;     ///< --seed N: the run's seed (default: fresh per run)
   std::string benchmark_out;             ///< --benchmark_out=FILE (also passed through)

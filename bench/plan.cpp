@@ -49,4 +49,39 @@ std::vector<ShapeGroup> plan_sweep(const std::map<std::string, Spec>& specs, con
   return groups;
 }
 
+double expected_cost_s(const ShapeGroup& g, const Spec& spec) {
+  const double bytes = static_cast<double>(spec.bytes(g.shape, g.dtype));
+  const double per_variant = 1e-3 + 40 * bytes / 3e12;
+  return static_cast<double>(g.items.size()) * per_variant + bytes * 2e-9;
+}
+
+std::vector<ShapeGroup> slice_groups(const std::vector<ShapeGroup>& groups, const std::map<std::string, Spec>& specs,
+                                     int k, int n) {
+  if (n <= 1) return groups;
+  struct Unit {
+    std::string op;
+    DType dtype;
+    double cost = 0;
+  };
+  std::vector<Unit> units;
+  for (const ShapeGroup& g : groups) {  // in plan order: equal costs keep it (stable sort below)
+    auto u = std::find_if(units.begin(), units.end(), [&](const Unit& x) { return x.op == g.op && x.dtype == g.dtype; });
+    if (u == units.end()) u = units.insert(units.end(), Unit{g.op, g.dtype, 0});
+    const auto spec = specs.find(g.op);
+    u->cost += spec == specs.end() ? 1.0 : expected_cost_s(g, spec->second);
+  }
+  std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.cost > b.cost; });
+  std::vector<double> load(static_cast<std::size_t>(n), 0.0);
+  std::vector<std::pair<std::string, DType>> mine;
+  for (const Unit& u : units) {
+    const auto least = std::min_element(load.begin(), load.end()) - load.begin();
+    load[static_cast<std::size_t>(least)] += u.cost;
+    if (least == k) mine.emplace_back(u.op, u.dtype);
+  }
+  std::vector<ShapeGroup> out;
+  for (const ShapeGroup& g : groups)
+    if (std::find(mine.begin(), mine.end(), std::make_pair(g.op, g.dtype)) != mine.end()) out.push_back(g);
+  return out;
+}
+
 }  // namespace ktune::bench

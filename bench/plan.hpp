@@ -25,4 +25,16 @@ std::vector<ShapeGroup> plan_sweep(const std::map<std::string, Spec>& specs, con
                                    int device_arch, const Options& opts,
                                    const std::function<std::string(const WorkItem&)>& key_of);
 
+/// What a group is expected to cost a search, in seconds: per variant a fixed part (gate, device check,
+/// launches) and about 40 calls' worth of moving the spec's bytes at 3 TB/s, plus the host's preparation
+/// of the group. Only its proportions matter: it balances slices.
+double expected_cost_s(const ShapeGroup& g, const Spec& spec);
+
+/// --slice K/N: the groups of slice `k` of `n`, in plan order. The unit is a whole (op, dtype) (its
+/// general configuration is chosen from the screens of all its shapes); units go longest first onto the
+/// slice with the least expected cost so far (ties: the lower slice, the earlier unit), so every slice
+/// computes the same split from the same plan.
+std::vector<ShapeGroup> slice_groups(const std::vector<ShapeGroup>& groups, const std::map<std::string, Spec>& specs,
+                                     int k, int n);
+
 }  // namespace ktune::bench

@@ -85,5 +85,15 @@ TEST(BenchOptions, UsageNamesEveryFlag) {
     EXPECT_NE(u.find(f), std::string::npos) << f;
 }
 
+TEST(BenchOptions, SliceKOfN) {
+  Options o;
+  ASSERT_EQ(parse_options({"--slice", "1/3"}, o), "");
+  EXPECT_EQ(o.slice, 1);
+  EXPECT_EQ(o.slices, 3);
+  for (const char* bad : {"3/3", "1", "-1/2", "a/2", "0/0", "1/", "/2"})
+    EXPECT_NE(parse_options({"--slice", bad}, o).find("--slice K/N"), std::string::npos) << bad;
+  EXPECT_NE(parse_options({"--slice=0/2", "--retest", "c.json"}, o), "");
+}
+
 }  // namespace
 }  // namespace ktune::bench
