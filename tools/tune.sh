@@ -12,6 +12,11 @@
 #            run-to-run section; KTUNE_EXHAUSTIVE_ARGS="--dtypes bf16" also runs the exhaustive method on
 #            that slice into raw/exhaustive/ (same binaries, same call) to compare the two. Wall time
 #            of each step in raw/steps.tsv.
+#   slice K N  slice K (0-based) of N of the search (ktune_bench --slice K/N: whole (op, dtype) units
+#            balanced by expected cost) into $KTUNE_OUT/raw/slices/K/search.json, resumable from its own
+#            cache there; with KTUNE_REPLAY=<a raw search.json> no GPU: that run's rows of slice K (for
+#            tests of the cluster path, tools/slurm/)
+#   merge N  the N slices into $KTUNE_OUT/raw/search.json (ktune merge-raw) and raw/gpu-slug
 #   finish   on any machine: ktune select (normalised results), the run-to-run section against the
 #            previous pass (raw/pass1/ or KTUNE_PREVIOUS=<raw dir>: ktune compare --attach), ktune tables,
 #            ktune report (or one of them: select | tables | report); with raw/exhaustive/ it prints
@@ -36,6 +41,9 @@
 #   KTUNE_EXHAUSTIVE_ARGS  ktune_bench flags of an exhaustive run after the search, e.g. "--dtypes bf16"
 #   KTUNE_PREVIOUS    raw dir of an earlier run (search.json, or sweep.json [+ retest.json]) that finish
 #                     compares this one with (default: raw/pass1/ of this run, when there)
+#   KTUNE_GPUS        GPUs of the run step, e.g. 0,1 (default: every visible GPU): one ktune_bench per GPU,
+#                     each a slice, merged into one search.json; GPUs of different models are refused
+#                     (their tables differ). 0,0 runs two slices on one GPU (a check of split and merge)
 #   KTUNE_BENCH_ARGS  extra ktune_bench flags for the run, e.g. "--ops silu_and_mul --quick"
 #   KTUNE_CACHE       result cache (default: $BUILD_DIR/ktune-bench-cache.jsonl, or in $KTUNE_STAGE)
 #   KTUNE_MAX_RESUMES times the sweep is restarted after a kernel broke the CUDA context (default: 20)
@@ -96,14 +104,69 @@ bench_resumable() {
 # step NAME SECONDS: one line of raw/steps.tsv (the wall time of each GPU step, for docs/gpu-log.md).
 record_step() { printf '%s\t%s\n' "$1" "$2" >>"$out/raw/steps.tsv"; }
 
-# The halving search into DIR/search.json with the result cache CACHE.
+# The GPUs of the run step, one per line: KTUNE_GPUS, else every visible one (none: the default device).
+gpu_list() {
+  if [[ -n "${KTUNE_GPUS:-}" ]]; then tr ',' '\n' <<<"$KTUNE_GPUS"
+  elif command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null || true
+  fi
+}
+
+# Refuses GPUs of different models: each model has tables of its own (tune them in separate runs).
+same_model() {
+  command -v nvidia-smi >/dev/null 2>&1 || return 0
+  local models
+  models=$(nvidia-smi --query-gpu=index,name --format=csv,noheader -i "$(tr ' ' ',' <<<"$*")" 2>/dev/null | sort -u -t, -k2) || return 0
+  if (($(cut -d, -f2 <<<"$models" | sort -u | wc -l) > 1)); then
+    say "these GPUs are of different models, and each model gets tables of its own:"
+    say "$models"
+    say "tune one model at a time: KTUNE_GPUS=<indices of one model> make tune"
+    exit 1
+  fi
+}
+
+# One slice of the search: SLICE_DIR CACHE K N -> SLICE_DIR/search.json (ktune_bench --slice K/N).
+run_slice() {
+  local dir="$1" cache_file="$2" k="$3" n="$4"
+  mkdir -p "$dir"
+  bench_resumable "$dir/search.json" "$dir/search.txt" --cache "$cache_file" --slice "$k/$n"
+}
+
+# The slices in DIR/slices/{0..N-1}/search.json -> DIR/search.json.
+merge_slices() {
+  local dir="$1" n="$2" k parts=()
+  for ((k = 0; k < n; ++k)); do parts+=("$dir/slices/$k/search.json"); done
+  "$ktune" merge-raw --out "$dir/search.json" "${parts[@]}"
+}
+
+# The halving search into DIR/search.json with the result cache CACHE: on one GPU, or one slice per GPU
+# at once (caches CACHE.slice<k>), merged.
 run_search() {
-  local dir="$1" cache_file="$2" t0
+  local dir="$1" cache_file="$2" t0 gpus k pids=() rc=0
   mkdir -p "$dir"
   t0=$(date +%s)
-  say "search (screens, then the finalists in rounds) -> $dir/search.json (cache: $cache_file)"
-  bench_resumable "$dir/search.json" "$dir/search.txt" --cache "$cache_file" ||
-    { say "ktune_bench search failed (exit $?)"; exit 1; }
+  mapfile -t gpus < <(gpu_list)
+  if ((${#gpus[@]} <= 1)); then
+    say "search (screens, then the finalists in rounds) -> $dir/search.json (cache: $cache_file)"
+    bench_resumable "$dir/search.json" "$dir/search.txt" --cache "$cache_file" ||
+      { say "ktune_bench search failed (exit $?)"; exit 1; }
+  else
+    same_model "${gpus[@]}"
+    say "search on GPUs ${gpus[*]}: ${#gpus[@]} slices at once -> $dir/slices/*/, merged into $dir/search.json"
+    # The host's cores shared between the slices' preparation workers (bench/prefetch.hpp).
+    local prep=$(( ($(nproc) - 2) / ${#gpus[@]} ))
+    for k in "${!gpus[@]}"; do
+      KTUNE_PREP_THREADS="${KTUNE_PREP_THREADS:-$((prep > 0 ? prep : 0))}" CUDA_VISIBLE_DEVICES="${gpus[$k]}" run_slice "$dir/slices/$k" "$cache_file.slice$k" "$k" "${#gpus[@]}" &
+      pids+=($!)
+    done
+    for k in "${!pids[@]}"; do
+      wait "${pids[$k]}" || { rc=$?; say "slice $k (GPU ${gpus[$k]}) failed (exit $rc): $dir/slices/$k/search.txt"; }
+    done
+    ((rc == 0)) || exit 1
+    merge_slices "$dir" "${#gpus[@]}"
+    for k in "${!gpus[@]}"; do
+      record_step "slice $k of ${#gpus[@]} (GPU ${gpus[$k]}) $dir" "$(sed -n 's/.*"measure_wall_s": "\([0-9.]*\)".*/\1/p' "$dir/slices/$k/search.json" | head -1)"
+    done
+  fi
   record_step "search $dir" "$(($(date +%s) - t0))"
 }
 
@@ -285,6 +348,33 @@ attach_kept_profile() {
     say "warning: reports/$slug/raw/profile.json matches none of the new winners: re-run 'tools/tune.sh profile'"
 }
 
+# Slice K of N (a Slurm array task, a Kubernetes indexed pod, or by hand), or its rows of KTUNE_REPLAY.
+step_slice() {
+  local k="${1:?tools/tune.sh slice K N}" n="${2:?tools/tune.sh slice K N}" dir
+  dir="$out/raw/slices/$k"
+  mkdir -p "$dir"
+  need "$bench"
+  need "$ktune"
+  if [[ -n "${KTUNE_REPLAY:-}" ]]; then
+    say "slice $k of $n: the rows of $KTUNE_REPLAY (no GPU)"
+    "$bench" "${bench_args[@]}" --slice "$k/$n" --list >"$dir/names.txt"
+    "$ktune" merge-raw --names "$dir/names.txt" --out "$dir/search.json" "$KTUNE_REPLAY"
+  else
+    say "slice $k of $n -> $dir/search.json"
+    run_slice "$dir" "$dir/cache.jsonl" "$k" "$n" || { say "ktune_bench slice $k of $n failed (exit $?)"; exit 1; }
+  fi
+}
+
+# The N slices of $KTUNE_OUT/raw/slices/ into raw/search.json, and the GPU's slug for finish.
+step_merge() {
+  local n="${1:?tools/tune.sh merge N}"
+  need "$ktune"
+  merge_slices "$out/raw" "$n"
+  sed -n 's/.*"gpu_slug": "\([^"]*\)".*/\1/p' "$out/raw/search.json" | head -1 >"$out/raw/gpu-slug"
+  [[ -s "$out/raw/gpu-slug" ]] || { say "$out/raw/search.json names no gpu_slug"; exit 1; }
+  say "merged $n slices into $out/raw/search.json ($(cat "$out/raw/gpu-slug"))"
+}
+
 step_tables() { need "$ktune"; "$ktune" tables; }
 step_report() { need "$ktune"; "$ktune" report; }
 step_finish() { step_select; attach_kept_profile; step_stability; step_compare_methods; step_tables; step_report; }
@@ -296,9 +386,11 @@ case "${1:-all}" in
   tables) step_tables ;;
   report) step_report ;;
   finish) step_finish ;;
+  slice) step_slice "${2:-}" "${3:-}" ;;
+  merge) step_merge "${2:-}" ;;
   profile) step_profile ;;
   attach) step_attach ;;
   all) step_build; step_run; step_finish; [[ "${KTUNE_PROFILE:-0}" == 1 ]] && step_profile; true ;;
-  -h|--help|help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *) say "unknown step '$1' (build, run, select, tables, report, finish, profile, attach, all)"; exit 2 ;;
+  -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' ;;
+  *) say "unknown step '$1' (build, run, slice, merge, select, tables, report, finish, profile, attach, all)"; exit 2 ;;
 esac
