@@ -271,6 +271,7 @@ struct GpuMeasurer::State {
   char* host_out = nullptr;             // pinned, for the gate's copies back
   // Where arena, pristine, host_out, reference_dev and gate_arena live (grown, never freed per group).
   KeptBuffer kept_arena, kept_pristine, kept_host_out{true}, kept_reference, kept_gate;
+  double upload_s = 0;                  // host-to-device copies of inputs and references, synchronised
   const Variant* checked = nullptr;     // the variant of the last successful check()
   HostTensors host_inputs;              // kept by begin_rounds for a gate the rounds may need
 
@@ -734,6 +735,8 @@ HostPrefetcher::Stats GpuMeasurer::prefetch_stats() const { return s_->prefetch-
 
 unsigned GpuMeasurer::prefetch_threads() const { return s_->prefetch->threads(); }
 
+double GpuMeasurer::upload_seconds() const { return s_->upload_s; }
+
 void GpuMeasurer::set_search(const TimingSettings& screen, const TimingSettings& rounds) {
   s_->screen = screen;
   s_->rounds = rounds;
@@ -801,12 +804,15 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   s.pristine = s.kept_pristine.data();
 
   auto prepare = [&]() -> Status {
+    const auto upload0 = std::chrono::steady_clock::now();
     for (std::size_t t = 0; t < s.tensors.size(); ++t)
       if (s.tensors[t].access != Access::write && s.tensors[t].bytes())
         // On the measuring stream, not the legacy one: a pageable cudaMemcpy may return before its DMA
         // lands, and the copies into the rotation sets below must read the inputs, not what was there.
         KTUNE_CUDA_TRY(cudaMemcpyAsync(s.pristine + s.offsets[t], host[t].data(), s.tensors[t].bytes(),
                                        cudaMemcpyHostToDevice, s.stream));
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
+    s.upload_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - upload0).count();
     for (std::size_t set = 0; set < s.rotations; ++set) {
       std::vector<void*> ptrs;
       for (std::size_t t = 0; t < s.tensors.size(); ++t) {
@@ -896,12 +902,16 @@ std::string GpuMeasurer::prepare_gate(const HostTensors& host) {
     }
     e = s.kept_reference.reserve(bytes);
     if (e != cudaSuccess) return std::string("cudaMalloc of the reference on the device: ") + cudaGetErrorString(e);
+    const auto upload0 = std::chrono::steady_clock::now();
     for (std::size_t o = 0; o < s.outputs.size(); ++o) {
       s.reference_dev.push_back(reinterpret_cast<double*>(s.kept_reference.data() + at[o]));
       e = cudaMemcpyAsync(s.reference_dev.back(), s.reference[o].data(), s.reference[o].size() * sizeof(double),
                           cudaMemcpyHostToDevice, s.stream);  // ordered before the comparisons (see the inputs' upload)
       if (e != cudaSuccess) return std::string("copying the reference to the device: ") + cudaGetErrorString(e);
     }
+    if ((e = cudaStreamSynchronize(s.stream)) != cudaSuccess)
+      return std::string("copying the reference to the device: ") + cudaGetErrorString(e);
+    s.upload_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - upload0).count();
   }
 
   // The gate set: [guard | tensor | guard] per tensor in one allocation, or each tensor alone.

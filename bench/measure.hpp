@@ -100,6 +100,8 @@ class GpuMeasurer : public SearchMeasurer {
   /// The host preparation's workers and what they saved (bench/prefetch.hpp).
   HostPrefetcher::Stats prefetch_stats() const;
   unsigned prefetch_threads() const;
+  /// Wall time of the host-to-device copies of inputs and references (part of `prepare`).
+  double upload_seconds() const;
   /// Warnings for the run's summary (e.g. the device comparison turned off).
   const std::vector<std::string>& warnings() const;
 

@@ -119,7 +119,12 @@ HostGroup HostPrefetcher::take(const HostRequest& r) {
   ++stats_.ahead;
   const auto t0 = std::chrono::steady_clock::now();
   changed_.wait(lock, [&] { return slot->state == Slot::done; });
-  stats_.wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.wait_s += waited;
+  auto& top = stats_.longest_waits;
+  top.emplace_back(waited, r.describe());
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (top.size() > 5) top.pop_back();
   held_ -= slot->group.held_bytes();
   slot->abandoned = true;  // taken: a later expect() must not count it again
   changed_.notify_all();

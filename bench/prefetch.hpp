@@ -10,7 +10,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "host_inputs.hpp"
@@ -27,6 +29,8 @@ class HostPrefetcher {
     std::size_t dropped = 0;   ///< expected groups the run skipped (prepared or not)
     double worker_cpu_s = 0;   ///< CPU time the workers spent preparing
     double wait_s = 0;         ///< time take() waited for a worker
+    /// The longest waits (at most five, longest first): which groups the host was behind on.
+    std::vector<std::pair<double, std::string>> longest_waits;
   };
 
   /// `threads` workers (0: take() computes everything itself, in line). Workers start a group only
