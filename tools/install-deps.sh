@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ make libboost-dev libfmt-dev libcurl4-openssl-dev nlohmann-json3-dev
-          libbenchmark-dev libgtest-dev chromium python3)
+          libbenchmark-dev libgtest-dev chromium python3
+          slurmctld slurmd slurm-client)  # the Slurm path's test runs a single-node Slurm (tools/slurm/)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -17,6 +17,7 @@
 
 #include "io.hpp"
 #include "list.hpp"
+#include "merge_raw.hpp"
 #include "profile_section.hpp"
 #include "raw.hpp"
 #include "report.hpp"
@@ -38,6 +39,8 @@ constexpr const char* main_help =
     "  gen            the generated translation units: every op's feasible variants in shards (as the build does)\n"
     "  run            the benchmark sweep on this GPU (runs ktune_bench; tools/tune.sh run adds the retest)\n"
     "  select         Google Benchmark JSON -> retest candidates (--topk) or reports/<gpu>/<op>.json + .t4.json\n"
+    "  merge-raw      the slices' Google Benchmark JSON (one per GPU or cluster task) -> one file for select\n"
+    "                 (ktune merge-raw --out OUT [--names FILE] IN...)\n"
     "  tables         reports/*/<op>.json -> kernels/<op>/tuned.cuh (--check: fail if out of date)\n"
     "  report         reports/*/<op>.json -> reports/<gpu>/<op>.{md,html} and index.{md,html} (--check)\n"
     "  compare A B    two tunes shape by shape: winners held or within band, run-to-run variation of the winner's\n"
@@ -532,6 +535,7 @@ int run_ktune(const std::vector<std::string>& args) {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (args[0] == "list") return cmd_list(rest);
     if (args[0] == "select") return cmd_select(rest);
+    if (args[0] == "merge-raw") return cmd_merge_raw(rest);
     if (args[0] == "tables") return cmd_tables(rest);
     if (args[0] == "report") return cmd_report(rest);
     if (args[0] == "gen") return cmd_gen(rest);

@@ -15,22 +15,6 @@
 
 namespace ktune::tool {
 
-namespace {
-
-const char* const dtype_order[] = {"fp32", "fp16", "bf16"};
-const char* dtype_color(const std::string& d) {
-  if (d == "fp32") return "#4e79a7";
-  if (d == "fp16") return "#f28e2b";
-  return "#59a14f";
-}
-
-/// The lighter shade of a dtype's colour, for its second series in a plot.
-const char* dtype_light_color(const std::string& d) {
-  if (d == "fp32") return "#a0cbe8";
-  if (d == "fp16") return "#ffbe7d";
-  return "#8cd17d";
-}
-
 std::string html_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -54,6 +38,22 @@ std::string md_escape(const std::string& s) {
     else o += c;
   }
   return o;
+}
+
+namespace {
+
+const char* const dtype_order[] = {"fp32", "fp16", "bf16"};
+const char* dtype_color(const std::string& d) {
+  if (d == "fp32") return "#4e79a7";
+  if (d == "fp16") return "#f28e2b";
+  return "#59a14f";
+}
+
+/// The lighter shade of a dtype's colour, for its second series in a plot.
+const char* dtype_light_color(const std::string& d) {
+  if (d == "fp32") return "#a0cbe8";
+  if (d == "fp16") return "#ffbe7d";
+  return "#8cd17d";
 }
 
 /// Times of a and b on one footing: both retest times when both were retested, else both sweep times.
@@ -330,9 +330,6 @@ std::vector<std::string> build_lines(const Selection& sel) {
   return out;
 }
 
-std::string pct1(double v) { return fixed(100 * v, 1) + "%"; }
-std::string opt_pct1(const std::optional<double>& v) { return v ? pct1(*v) : "–"; }
-
 /// The halving search's account, one sentence (empty for exhaustive sweeps).
 std::string search_sentence(const Selection& s) {
   if (!s.search) return {};
@@ -342,16 +339,6 @@ std::string search_sentence(const Selection& s) {
                      "rank or drop a variant; {} stayed out of line after two retries and were kept among the finalists (a "
                      "variant leaves them only on a clean screen); {} finalists were timed in interleaved rounds.",
                      x.screened, x.remeasured, x.still_noisy, x.finalists);
-}
-
-const char* const stability_intro =
-    "Per shape: whether the winner held, changed within the band (each run's winner within the other run's noise band: a "
-    "tie broken the other way) or changed outside it, and the run-to-run variation of the winner's time (each winner timed "
-    "in its own run). The same-size copy's and S's variations are controls: they say how much the device itself moved at "
-    "that size. Goal (issue 9): at least 98% of shapes held or within band, p95 variation at most 3%.";
-
-std::string stability_status(const StabilityRow& r) {
-  return r.held ? "held" : r.within_band ? "within band" : "changed";
 }
 
 std::string banner(const LoadedResults& r, const char* what) {
@@ -405,30 +392,7 @@ std::string op_markdown(const LoadedResults& r) {
   }
   o += profile_markdown(s);  // profile_section.hpp: empty unless the results hold a profile
   if (s.search) o += "## Search\n\n" + search_sentence(s) + "\n\n";
-  if (s.stability) {
-    const Stability& st = *s.stability;
-    o += "## Run-to-run stability\n\n";
-    o += fmt::format("Against {} (measured {}, {}). {}\n\n", st.against.file, st.against.date, st.against.hash, stability_intro);
-    o += "| dtype | shapes | held | within band | held or within band | p50 variation | p95 variation | max | meets the goal |\n";
-    o += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
-    for (const DTypeResult& d : s.dtypes) {
-      std::vector<StabilityRow> mine;
-      for (const StabilityRow& row : st.rows)
-        if (row.dtype == d.dtype) mine.push_back(row);
-      if (mine.empty()) continue;
-      const StabilitySummary x = summarise_stability(mine);
-      o += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", d.dtype, x.shapes, x.held, x.within_band,
-                       pct1(x.share_held_or_within()), opt_pct1(x.p50), opt_pct1(x.p95), opt_pct1(x.max),
-                       x.meets_goal_overall() ? "yes" : "no");
-    }
-    o += "\n| dtype | shape | winner before | winner | | before (us) | now (us) | variation | copy variation | S variation | why it misses the goal |\n";
-    o += "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
-    for (const StabilityRow& row : st.rows)
-      o += fmt::format("| {} | {} | `{}` | `{}` | {} | {} | {} | {} | {} | {} | {} |\n", row.dtype, row.shape, row.winner_before,
-                       row.winner, stability_status(row), sig3(row.time_before_us), sig3(row.time_us), pct1(row.variation),
-                       opt_pct1(row.copy_variation), opt_pct1(row.original_variation), md_escape(row.note));
-    o += "\n";
-  }
+  o += stability_markdown(s);  // stability.hpp: empty unless the results hold a run-to-run section
   o += "## Excluded variants\n\n";
   bool any = false;
   for (const DTypeResult& d : s.dtypes)
@@ -544,36 +508,7 @@ std::string op_html(const LoadedResults& r) {
   }
   body += profile_html(s);  // profile_section.hpp: empty unless the results hold a profile
   if (s.search) body += "<h2>Search</h2>\n<p>" + html_escape(search_sentence(s)) + "</p>\n";
-  if (s.stability) {
-    const Stability& st = *s.stability;
-    body += "<h2>Run-to-run stability</h2>\n";
-    body += fmt::format("<p>Against {} (measured {}, {}). {}</p>\n", html_escape(st.against.file), html_escape(st.against.date),
-                        html_escape(st.against.hash), html_escape(stability_intro));
-    body += "<table>\n<tr><th class=\"l\">dtype</th><th>shapes</th><th>held</th><th>within band</th><th>held or within band</th>"
-            "<th>p50 variation</th><th>p95 variation</th><th>max</th><th class=\"l\">meets the goal</th></tr>\n";
-    for (const DTypeResult& d : s.dtypes) {
-      std::vector<StabilityRow> mine;
-      for (const StabilityRow& row : st.rows)
-        if (row.dtype == d.dtype) mine.push_back(row);
-      if (mine.empty()) continue;
-      const StabilitySummary x = summarise_stability(mine);
-      body += fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                          "<td class=\"l\">{}</td></tr>\n",
-                          d.dtype, x.shapes, x.held, x.within_band, pct1(x.share_held_or_within()), opt_pct1(x.p50),
-                          opt_pct1(x.p95), opt_pct1(x.max), x.meets_goal_overall() ? "yes" : "no");
-    }
-    body += "</table>\n<table>\n<tr><th class=\"l\">dtype</th><th class=\"l\">shape</th><th class=\"l\">winner before</th>"
-            "<th class=\"l\">winner</th><th class=\"l\"></th><th>before (us)</th><th>now (us)</th><th>variation</th>"
-            "<th>copy variation</th><th>S variation</th><th class=\"l\">why it misses the goal</th></tr>\n";
-    for (const StabilityRow& row : st.rows)
-      body += fmt::format("<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td>"
-                          "<td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                          "<td>{}</td><td class=\"l\">{}</td></tr>\n",
-                          row.dtype, html_escape(row.shape), html_escape(row.winner_before), html_escape(row.winner),
-                          stability_status(row), sig3(row.time_before_us), sig3(row.time_us), pct1(row.variation),
-                          opt_pct1(row.copy_variation), opt_pct1(row.original_variation), html_escape(row.note));
-    body += "</table>\n";
-  }
+  body += stability_html(s);  // stability.hpp: empty unless the results hold a run-to-run section
   body += "<h2>Excluded variants</h2>\n";
   bool any = false;
   for (const DTypeResult& d : s.dtypes)
@@ -647,30 +582,6 @@ DTypeSummary summarise(const Selection& sel, const DTypeResult& d) {
   return s;
 }
 
-namespace {
-/// Index rows of the run-to-run section: op, dtype, summary; empty when no results file has one.
-std::vector<std::tuple<std::string, std::string, StabilitySummary>> stability_rows(const std::vector<const LoadedResults*>& ops) {
-  std::vector<std::tuple<std::string, std::string, StabilitySummary>> out;
-  for (const LoadedResults* r : ops) {
-    if (!r->selection.stability) continue;
-    for (const DTypeResult& d : r->selection.dtypes) {
-      std::vector<StabilityRow> mine;
-      for (const StabilityRow& row : r->selection.stability->rows)
-        if (row.dtype == d.dtype) mine.push_back(row);
-      if (!mine.empty()) out.emplace_back(r->selection.op, d.dtype, summarise_stability(mine));
-    }
-  }
-  return out;
-}
-
-StabilitySummary stability_overall(const std::vector<const LoadedResults*>& ops) {
-  std::vector<StabilityRow> all;
-  for (const LoadedResults* r : ops)
-    if (r->selection.stability) all.insert(all.end(), r->selection.stability->rows.begin(), r->selection.stability->rows.end());
-  return summarise_stability(all);
-}
-}  // namespace
-
 std::string index_markdown(const std::string& slug, const std::vector<const LoadedResults*>& ops) {
   std::string o = fmt::format("# ktune reports: {}\n\n", slug);
   o += fmt::format("<!-- Generated by `ktune report` (ktune {}) from the results files of {}. Do not edit. -->\n\n",
@@ -702,21 +613,7 @@ std::string index_markdown(const std::string& slug, const std::vector<const Load
     o.back() = '.';
     o += "\n";
   }
-  const auto stab = stability_rows(ops);
-  if (!stab.empty()) {
-    const StabilitySummary all = stability_overall(ops);
-    o += fmt::format("\n## Run-to-run stability\n\nTwo tunes compared shape by shape (each op page says against which run and "
-                     "why a shape misses the goal). Goal (issue 9): at least 98% of shapes whose winner held or stayed within "
-                     "band, p95 variation of the winner's time at most 3%. All: {} shapes, {} held or within band, p95 "
-                     "variation {}.\n\n",
-                     all.shapes, pct1(all.share_held_or_within()), opt_pct1(all.p95));
-    o += "| op | dtype | shapes | winner held | held or within band | p50 variation | p95 variation | max variation | meets the goal |\n";
-    o += "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
-    for (const auto& [op, dtype, x] : stab)
-      o += fmt::format("| [{}]({}.md) | {} | {} | {} | {} | {} | {} | {} | {} |\n", op, op, dtype, x.shapes, x.held,
-                       pct1(x.share_held_or_within()), opt_pct1(x.p50), opt_pct1(x.p95), opt_pct1(x.max),
-                       x.meets_goal_overall() ? "yes" : "no");
-  }
+  o += stability_index_markdown(ops);
   return o;
 }
 
@@ -761,24 +658,7 @@ std::string index_html(const std::string& slug, const std::vector<const LoadedRe
     body += "<p>Re-measured screens (a spread out of line with the shape's other variants, timed again before it could rank "
             "or drop a variant):" + searched + "</p>\n";
   }
-  const auto stab = stability_rows(ops);
-  if (!stab.empty()) {
-    const StabilitySummary all = stability_overall(ops);
-    body += fmt::format("<h2>Run-to-run stability</h2>\n<p>Two tunes compared shape by shape (each op page says against which "
-                        "run and why a shape misses the goal). Goal (issue 9): at least 98% of shapes whose winner held or "
-                        "stayed within band, p95 variation of the winner's time at most 3%. All: {} shapes, {} held or within "
-                        "band, p95 variation {}.</p>\n",
-                        all.shapes, pct1(all.share_held_or_within()), opt_pct1(all.p95));
-    body += "<table>\n<tr><th class=\"l\">op</th><th class=\"l\">dtype</th><th>shapes</th><th>winner held</th>"
-            "<th>held or within band</th><th>p50 variation</th><th>p95 variation</th><th>max variation</th>"
-            "<th class=\"l\">meets the goal</th></tr>\n";
-    for (const auto& [op, dtype, x] : stab)
-      body += fmt::format("<tr><td class=\"l\"><a href=\"{}.html\">{}</a></td><td class=\"l\">{}</td><td>{}</td><td>{}</td>"
-                          "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>\n",
-                          html_escape(op), html_escape(op), dtype, x.shapes, x.held, pct1(x.share_held_or_within()),
-                          opt_pct1(x.p50), opt_pct1(x.p95), opt_pct1(x.max), x.meets_goal_overall() ? "yes" : "no");
-    body += "</table>\n";
-  }
+  body += stability_index_html(ops);
   return page("ktune reports: " + slug, body,
               fmt::format("Generated by `ktune report` (ktune {}) from the results files of {}. Do not edit.", KTUNE_TOOL_VERSION, slug));
 }

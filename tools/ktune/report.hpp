@@ -50,6 +50,10 @@ std::string op_html(const LoadedResults& r);
 std::string index_markdown(const std::string& slug, const std::vector<const LoadedResults*>& ops);
 std::string index_html(const std::string& slug, const std::vector<const LoadedResults*>& ops);
 
+/// Text made safe for an HTML page, and for a markdown table cell ('|' escaped, newlines as spaces).
+std::string html_escape(const std::string& s);
+std::string md_escape(const std::string& s);
+
 /// The command that re-runs one shape for S and `id` on the benchmark binary.
 std::string reproduce_command(const std::string& op, const std::string& dtype, const std::string& shape,
                               const std::string& id);

@@ -11,6 +11,7 @@
 
 #include "io.hpp"
 #include "list.hpp"
+#include "regret.hpp"
 
 namespace ktune::tool {
 
@@ -544,10 +545,13 @@ ojson to_json(const Selection& s) {
       if (r.original_variation) row["original_variation"] = *r.original_variation;
       row["meets_goal"] = r.meets_goal;
       if (!r.note.empty()) row["note"] = r.note;
+      if (r.regret) row["regret"] = regret_json(*r.regret);
       rows.push_back(std::move(row));
     }
     j["stability"] = {{"against", {{"file", st.against.file}, {"hash", st.against.hash}, {"date", st.against.date}}},
-                      {"goal", {{"held_or_within_band", stability_goal_share}, {"p95_variation", stability_goal_variation}}},
+                      {"goal", {{"held_or_within_band", stability_goal_share}, {"p95_variation", stability_goal_variation},
+                                {"p95_regret", regret_goal_p95}, {"max_regret", regret_goal_max}}},
+                      {"regret", regret_summary_json(st.rows)},
                       {"shapes", std::move(rows)}};
   }
   return j;
@@ -641,9 +645,11 @@ Selection from_json(const ojson& j, const std::string& where) {
         if (r.contains("original_variation")) row.original_variation = r.at("original_variation").get<double>();
         row.meets_goal = r.at("meets_goal").get<bool>();
         row.note = r.value("note", std::string());
+        if (r.contains("regret")) row.regret = regret_from_json(r.at("regret"));
         st.rows.push_back(std::move(row));
       }
       s.stability = std::move(st);
+      derive_regret(s);  // the section's "regret" summary is derived from the rows: not read back
     }
     return s;
   } catch (const nlohmann::json::exception& e) {

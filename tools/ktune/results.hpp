@@ -106,6 +106,20 @@ struct SearchSummary {
 /// Issue 9's goal for the run-to-run comparison of two tunes.
 inline constexpr double stability_goal_share = 0.98;      ///< shapes whose winner held or stayed within band
 inline constexpr double stability_goal_variation = 0.03;  ///< p95 of the winners' run-to-run variation
+/// The target for the user's regret (regret.hpp), over the shapes of two tunes: a faster tune must not cost
+/// the user speed. The selection rule alone (a run against itself) costs about 0.9% at p95 on an H200.
+inline constexpr double regret_goal_p95 = 0.01;  ///< p95 of the regret
+inline constexpr double regret_goal_max = 0.03;  ///< the largest regret
+
+/// One shape's regret: the other run's winner (the committed tune's) timed in this run against this run's
+/// fastest variant at the same level (regret.hpp).
+struct Regret {
+  std::optional<double> value;  ///< t(winner_before) / t(fastest) - 1, never negative; nullopt: see `none`
+  std::string level;            ///< "rounds" (retest medians) or "screens" (sweep medians: not a finalist here)
+  std::string fastest;          ///< this run's fastest variant at `level`
+  double winner_before_us = 0, fastest_us = 0;  ///< their medians at `level` in this run
+  std::string none;             ///< why there is no value (the winner not measured, or not correct, here)
+};
 
 /// One shape of a run compared with another run of the same op on the same GPU (`ktune compare`).
 struct StabilityRow {
@@ -120,6 +134,8 @@ struct StabilityRow {
   std::optional<double> original_variation;  ///< S's (on each run's band source)
   bool meets_goal = false;                 ///< (held or within band) and variation <= stability_goal_variation
   std::string note;                        ///< why not, when it does not
+  /// winner_before judged in this run; from_json() derives it for sections written before regret existed.
+  std::optional<Regret> regret;
 };
 
 struct Stability {

@@ -7,6 +7,8 @@
 #include <map>
 
 #include "io.hpp"
+#include "regret.hpp"
+#include "report.hpp"
 #include "tables.hpp"
 
 namespace ktune::tool {
@@ -105,6 +107,7 @@ std::vector<StabilityRow> compare_runs(const Selection& before, const Selection&
       r.original_variation = variation(a->time_of("original"), b.time_of("original"));
       r.meets_goal = (r.held || r.within_band) && r.variation <= stability_goal_variation;
       if (!r.meets_goal) r.note = why_not(r, gap(*a, b.winner, a->winner), gap(b, a->winner, b.winner));
+      r.regret = regret_of(a->winner, b);
       rows.push_back(std::move(r));
     }
   return rows;
@@ -132,6 +135,265 @@ StabilitySummary summarise_stability(const std::vector<StabilityRow>& rows) {
   s.p95 = nearest_rank(v, 0.95);
   s.max = nearest_rank(v, 1.0);
   return s;
+}
+
+// ---- the reports' run-to-run section ----------------------------------------------------------------
+// Built once as paragraphs and tables, written as markdown or HTML.
+
+namespace {
+
+std::string pct1(double v) { return fixed(100 * v, 1) + "%"; }
+std::string opt_pct1(const std::optional<double>& v) { return v ? pct1(*v) : "–"; }
+
+/// A cell: text, an id in code type, or an op linked to its page.
+struct Cell {
+  enum Kind { text, code, op_link } kind = text;
+  std::string s;
+  Cell(std::string v, Kind k = text) : kind(k), s(std::move(v)) {}  // implicit: rows are brace lists of strings
+};
+Cell code_cell(std::string v) { return Cell(std::move(v), Cell::code); }
+
+struct Table {
+  std::vector<std::string> head;
+  std::string align;  ///< 'l' or 'r' per column
+  std::vector<std::vector<Cell>> rows;
+};
+
+/// A paragraph, or a table when `table.head` is not empty.
+struct Part {
+  std::string paragraph;
+  Table table;
+};
+
+std::string md_cell(const Cell& c) {
+  if (c.kind == Cell::code) return "`" + c.s + "`";
+  if (c.kind == Cell::op_link) return fmt::format("[{}]({}.md)", c.s, c.s);
+  return md_escape(c.s);
+}
+
+std::string html_cell(const Cell& c) {
+  if (c.kind == Cell::code) return "<code>" + html_escape(c.s) + "</code>";
+  if (c.kind == Cell::op_link) return fmt::format("<a href=\"{}.html\">{}</a>", html_escape(c.s), html_escape(c.s));
+  return html_escape(c.s);
+}
+
+std::string markdown(const std::vector<Part>& parts) {
+  std::string o;
+  for (const Part& p : parts) {
+    if (p.table.head.empty()) {
+      o += p.paragraph + "\n\n";
+      continue;
+    }
+    const Table& t = p.table;
+    o += "|";
+    for (const std::string& h : t.head) o += fmt::format(" {} |", h);
+    o += "\n|";
+    for (char a : t.align) o += a == 'l' ? " --- |" : " ---: |";
+    o += "\n";
+    for (const auto& row : t.rows) {
+      o += "|";
+      for (const Cell& c : row) o += fmt::format(" {} |", md_cell(c));
+      o += "\n";
+    }
+    o += "\n";
+  }
+  return o;
+}
+
+std::string html(const std::vector<Part>& parts) {
+  std::string o;
+  for (const Part& p : parts) {
+    if (p.table.head.empty()) {
+      o += "<p>" + html_escape(p.paragraph) + "</p>\n";
+      continue;
+    }
+    const Table& t = p.table;
+    const auto cls = [&](std::size_t i) { return t.align[i] == 'l' ? " class=\"l\"" : ""; };
+    o += "<table>\n<tr>";
+    for (std::size_t i = 0; i < t.head.size(); ++i) o += fmt::format("<th{}>{}</th>", cls(i), html_escape(t.head[i]));
+    o += "</tr>\n";
+    for (const auto& row : t.rows) {
+      o += "<tr>";
+      for (std::size_t i = 0; i < row.size(); ++i) o += fmt::format("<td{}>{}</td>", cls(i), html_cell(row[i]));
+      o += "</tr>\n";
+    }
+    o += "</table>\n";
+  }
+  return o;
+}
+
+std::string yes_no(bool v) { return v ? "yes" : "no"; }
+
+const char* const regret_intro =
+    "The headline is the user's regret: the earlier run's winner (the committed tune's) timed in this run against this "
+    "run's fastest variant at the same level, t(winner before) / t(fastest) - 1, never below 0: on round medians where "
+    "that winner was a finalist here, else on screen medians (marked \"screens\"); a shape whose earlier winner is missing "
+    "or not correct here has none, and says why.";
+
+const char* const stability_controls =
+    "The winners' stability follows as controls: whether the winner held, changed within the band (each run's winner "
+    "within the other run's noise band: a tie broken the other way) or changed outside it, and the run-to-run variation "
+    "of the winner's time (each winner timed in its own run); the same-size copy's and S's variations say how much the "
+    "device itself moved at that size.";
+
+std::string stability_goal_words() {
+  return fmt::format("at least {} of shapes held or within band, p95 variation at most {}", pct1(stability_goal_share),
+                     pct1(stability_goal_variation));
+}
+
+/// The summary columns after the label columns: regret, then the stability controls.
+std::vector<Cell> summary_cells(const std::vector<StabilityRow>& rows) {
+  const RegretSummary r = summarise_regret(rows);
+  const StabilitySummary x = summarise_stability(rows);
+  return {std::to_string(r.shapes), opt_pct1(r.p50), opt_pct1(r.p95), opt_pct1(r.max), std::to_string(r.screens),
+          std::to_string(r.without()), yes_no(r.meets_goal()), pct1(x.share_held_or_within()), opt_pct1(x.p95)};
+}
+const std::vector<std::string> summary_head = {"shapes", "p50 regret", "p95 regret", "max regret", "on screens",
+                                               "without regret", "meets the target", "held or within band", "p95 variation"};
+const std::string summary_align = "rrrrrrlrr";
+
+Table worst_table(const std::vector<OpRow>& rows, bool with_op) {
+  Table t{{"dtype", "shape", "winner before", "fastest here", "winner before (us)", "fastest (us)", "level", "regret"},
+          "llllrrlr",
+          {}};
+  if (with_op) {
+    t.head.insert(t.head.begin(), "op");
+    t.align.insert(t.align.begin(), 'l');
+  }
+  for (const OpRow& w : worst_regrets(rows)) {
+    const Regret& r = *w.row.regret;
+    std::vector<Cell> row{w.row.dtype, w.row.shape, code_cell(w.row.winner_before), code_cell(r.fastest),
+                          sig3(r.winner_before_us), sig3(r.fastest_us), r.level, pct1(*r.value)};
+    if (with_op) row.insert(row.begin(), Cell(w.op, Cell::op_link));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+std::string stability_status(const StabilityRow& r) {
+  return r.held ? "held" : r.within_band ? "within band" : "changed";
+}
+
+/// An op page's run-to-run section (without its heading).
+std::vector<Part> op_stability(const Selection& s) {
+  const Stability& st = *s.stability;
+  std::vector<Part> parts;
+  parts.push_back({fmt::format("Against {} (measured {}, {}). {} Target: {}. {} Their goal: {}.", st.against.file,
+                               st.against.date, st.against.hash, regret_intro, regret_goal_words(), stability_controls,
+                               stability_goal_words()),
+                   {}});
+  Table sum{{"dtype"}, "l", {}};
+  sum.head.insert(sum.head.end(), summary_head.begin(), summary_head.end());
+  sum.align += summary_align;
+  std::size_t dtypes = 0;
+  for (const DTypeResult& d : s.dtypes) {
+    std::vector<StabilityRow> mine;
+    for (const StabilityRow& row : st.rows)
+      if (row.dtype == d.dtype) mine.push_back(row);
+    if (mine.empty()) continue;
+    ++dtypes;
+    std::vector<Cell> row{d.dtype};
+    for (Cell& c : summary_cells(mine)) row.push_back(std::move(c));
+    sum.rows.push_back(std::move(row));
+  }
+  if (dtypes > 1) {
+    std::vector<Cell> row{std::string("all")};
+    for (Cell& c : summary_cells(st.rows)) row.push_back(std::move(c));
+    sum.rows.push_back(std::move(row));
+  }
+  parts.push_back({"", std::move(sum)});
+  std::vector<OpRow> labelled;
+  for (const StabilityRow& row : st.rows) labelled.push_back({s.op, row});
+  Table worst = worst_table(labelled, false);
+  if (!worst.rows.empty()) {
+    parts.push_back({"Largest regrets:", {}});
+    parts.push_back({"", std::move(worst)});
+  }
+  Table shapes{{"dtype", "shape", "winner before", "regret", "fastest here", "winner", "status", "before (us)", "now (us)",
+                "variation", "copy variation", "S variation", "why it misses the stability goal"},
+               "lllrlllrrrrrl",
+               {}};
+  for (const StabilityRow& row : st.rows)
+    shapes.rows.push_back({row.dtype, row.shape, code_cell(row.winner_before), regret_words(row.regret),
+                           row.regret && row.regret->value ? code_cell(row.regret->fastest) : Cell("–"),
+                           code_cell(row.winner), stability_status(row), sig3(row.time_before_us), sig3(row.time_us),
+                           pct1(row.variation), opt_pct1(row.copy_variation), opt_pct1(row.original_variation), row.note});
+  parts.push_back({"", std::move(shapes)});
+  return parts;
+}
+
+/// The index's run-to-run section (without its heading); empty when no results file has one.
+std::vector<Part> index_stability(const std::vector<const LoadedResults*>& ops) {
+  std::vector<StabilityRow> all;
+  std::vector<OpRow> labelled;
+  Table t{{"op", "dtype"}, "ll", {}};
+  t.head.insert(t.head.end(), summary_head.begin(), summary_head.end());
+  t.align += summary_align;
+  for (const LoadedResults* r : ops) {
+    if (!r->selection.stability) continue;
+    const std::vector<StabilityRow>& rows = r->selection.stability->rows;
+    std::size_t dtypes = 0;
+    for (const DTypeResult& d : r->selection.dtypes) {
+      std::vector<StabilityRow> mine;
+      for (const StabilityRow& row : rows)
+        if (row.dtype == d.dtype) mine.push_back(row);
+      if (mine.empty()) continue;
+      ++dtypes;
+      std::vector<Cell> row{Cell(r->selection.op, Cell::op_link), d.dtype};
+      for (Cell& c : summary_cells(mine)) row.push_back(std::move(c));
+      t.rows.push_back(std::move(row));
+    }
+    if (dtypes > 1) {
+      std::vector<Cell> row{Cell(r->selection.op, Cell::op_link), std::string("all")};
+      for (Cell& c : summary_cells(rows)) row.push_back(std::move(c));
+      t.rows.push_back(std::move(row));
+    }
+    all.insert(all.end(), rows.begin(), rows.end());
+    for (const StabilityRow& row : rows) labelled.push_back({r->selection.op, row});
+  }
+  if (all.empty()) return {};
+  const RegretSummary g = summarise_regret(all);
+  const StabilitySummary x = summarise_stability(all);
+  std::vector<Part> parts;
+  parts.push_back({fmt::format("Two tunes compared shape by shape (each op page says against which run, and lists every "
+                               "shape). {} Target: {}. All: {} shapes with a regret ({} on screens, {} without), p50 {}, "
+                               "p95 {}, largest {}: {} the target. Controls: {} of the winners held or stayed within the band "
+                               "(goal {}), p95 run-to-run variation of the winner's time {} (goal {}).",
+                               regret_intro, regret_goal_words(), g.shapes, g.screens, g.without(), opt_pct1(g.p50),
+                               opt_pct1(g.p95), opt_pct1(g.max), g.meets_goal() ? "meets" : "misses",
+                               pct1(x.share_held_or_within()), pct1(stability_goal_share), opt_pct1(x.p95),
+                               pct1(stability_goal_variation)),
+                   {}});
+  parts.push_back({"", std::move(t)});
+  Table worst = worst_table(labelled, true);
+  if (!worst.rows.empty()) {
+    parts.push_back({"Largest regrets:", {}});
+    parts.push_back({"", std::move(worst)});
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::string stability_markdown(const Selection& s) {
+  return s.stability ? "## Run-to-run stability\n\n" + markdown(op_stability(s)) : "";
+}
+
+std::string stability_html(const Selection& s) {
+  return s.stability ? "<h2>Run-to-run stability</h2>\n" + html(op_stability(s)) : "";
+}
+
+std::string stability_index_markdown(const std::vector<const LoadedResults*>& ops) {
+  const auto parts = index_stability(ops);
+  if (parts.empty()) return "";
+  std::string o = "\n## Run-to-run stability\n\n" + markdown(parts);
+  o.pop_back();  // the page ends here: one newline, not a blank line
+  return o;
+}
+
+std::string stability_index_html(const std::vector<const LoadedResults*>& ops) {
+  const auto parts = index_stability(ops);
+  return parts.empty() ? "" : "<h2>Run-to-run stability</h2>\n" + html(parts);
 }
 
 // ---- ktune compare --------------------------------------------------------------------------------
@@ -172,16 +434,26 @@ int cmd_compare(const std::vector<std::string>& args) {
         "usage: ktune compare BEFORE NOW [--attach]\n"
         "\n"
         "Compares two tunes of the same ops on the same GPU shape by shape. BEFORE and NOW are results directories\n"
-        "(<dir>/<gpu>/<op>.json, as `ktune select --results DIR` writes them) or single results files. Per op and dtype:\n"
-        "how many winners held, how many changed within the band (each run's winner within the other run's noise\n"
-        "band), how many winners' times agree within the band (held, within band, or |t_now - t_before| / t_before\n"
-        "at most the larger band), and the median, p95 and largest run-to-run variation of the winner's time; then\n"
-        "the shapes that miss issue 9's goal (held or within band, variation <= 3%%) with what the controls (the\n"
-        "same-size copy, S, the band) say about why. Two runs of one tune measure stability; an exhaustive and a\n"
-        "halving search of the same build compare the methods.\n"
+        "(<dir>/<gpu>/<op>.json, as `ktune select --results DIR` writes them) or single results files. BEFORE is the\n"
+        "committed (earlier) tune, NOW an independent second one.\n"
+        "\n"
+        "First the user's regret: BEFORE's winner timed in NOW against NOW's fastest variant at the same level,\n"
+        "t(winner) / t(fastest) - 1, never below 0, on round medians where that winner was a finalist in NOW, else on\n"
+        "screen medians. Per op and dtype, per op and overall: the shapes, how many were judged on screens, how many\n"
+        "have no regret (BEFORE's winner missing or not correct in NOW), the median, p95 and largest regret against\n"
+        "the target ({}); then the largest regrets and the shapes without one.\n"
+        "\n"
+        "Then the winners' stability, as controls: how many winners held, how many changed within the band (each\n"
+        "run's winner within the other run's noise band), how many winners' times agree within the band (held,\n"
+        "within band, or |t_now - t_before| / t_before at most the larger band), the median, p95 and largest\n"
+        "run-to-run variation of the winner's time, and the shapes that miss that goal (at least {} held or within\n"
+        "band, p95 variation at most {}) with what the controls (the same-size copy, S, the band) say about why.\n"
+        "Two runs of one tune measure stability; an exhaustive and a halving search of the same build compare the\n"
+        "methods.\n"
         "  --attach   write the comparison into NOW's results files (section \"stability\"; NOW must be a directory),\n"
         "             then run `ktune tables` and `ktune report` for the reports' run-to-run section\n"
-        "exit 0 when every op pair compared (whatever the figures), 1 when nothing matched\n");
+        "exit 0 when every op pair compared (whatever the figures), 1 when nothing matched\n",
+        regret_goal_words(), pct(stability_goal_share), pct(stability_goal_variation));
     return exit_ok;
   }
   bool attach = false;
@@ -198,26 +470,26 @@ int cmd_compare(const std::vector<std::string>& args) {
 
   std::vector<StabilityRow> all;
   std::vector<std::string> op_of;  // parallel to `all`
-  int matched = 0;
-  fmt::print("{:<34} {:>6} {:>5} {:>7} {:>7} {:>9} {:>7} {:>7} {:>7}\n", "op/dtype", "shapes", "held", "in band",
-             "h or b", "agree", "p50", "p95", "max");
+  std::vector<std::pair<std::string, std::vector<StabilityRow>>> by_op;
+  std::string table = fmt::format("{:<40} {:>6} {:>5} {:>7} {:>7} {:>9} {:>7} {:>7} {:>7}\n", "op/dtype", "shapes", "held",
+                                  "in band", "h or b", "agree", "p50", "p95", "max");
   for (auto& [key, n] : now) {
     auto b = before.find(key);
     if (b == before.end()) {
       fmt::print(stderr, "ktune compare: {} has no counterpart in {}\n", key, paths[0]);
       continue;
     }
-    ++matched;
     const std::vector<StabilityRow> rows = compare_runs(b->second.selection, n.selection);
+    by_op.emplace_back(key, rows);
     for (const DTypeResult& d : n.selection.dtypes) {
       std::vector<StabilityRow> mine;
       for (const StabilityRow& r : rows)
         if (r.dtype == d.dtype) mine.push_back(r);
       if (mine.empty()) continue;
       const StabilitySummary s = summarise_stability(mine);
-      fmt::print("{:<34} {:>6} {:>5} {:>7} {:>7} {:>9} {:>7} {:>7} {:>7}\n", key + "/" + d.dtype, s.shapes, s.held,
-                 s.within_band, pct(s.share_held_or_within()), pct(s.share_agree()), opt_pct(s.p50), opt_pct(s.p95),
-                 opt_pct(s.max));
+      table += fmt::format("{:<40} {:>6} {:>5} {:>7} {:>7} {:>9} {:>7} {:>7} {:>7}\n", key + "/" + d.dtype, s.shapes,
+                           s.held, s.within_band, pct(s.share_held_or_within()), pct(s.share_agree()), opt_pct(s.p50),
+                           opt_pct(s.p95), opt_pct(s.max));
     }
     all.insert(all.end(), rows.begin(), rows.end());
     op_of.insert(op_of.end(), rows.size(), n.selection.op);
@@ -231,10 +503,11 @@ int cmd_compare(const std::vector<std::string>& args) {
       fmt::print(stderr, "{} {}\n", path, write_atomic(path, dump_json(to_json(n.selection), 6)) ? "written" : "unchanged");
     }
   }
-  if (!matched) {
+  if (by_op.empty()) {
     fmt::print(stderr, "ktune compare: no op of {} is in {}\n", paths[1], paths[0]);
     return exit_failure;
   }
+  fmt::print("{}\nwinner stability (controls):\n{}", regret_text(by_op), table);
   const StabilitySummary s = summarise_stability(all);
   fmt::print("all: {} shapes; winner held {}, changed within the band {}: {} held or within band (goal {}); times agree "
              "within the band on {}; variation of the winner's time p50 {}, p95 {} (goal {}), max {}\n",
@@ -244,7 +517,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < all.size(); ++i)
     if (!all[i].meets_goal) {
       const StabilityRow& r = all[i];
-      if (!missing++) fmt::print("shapes that miss the goal:\n");
+      if (!missing++) fmt::print("shapes that miss the stability goal:\n");
       fmt::print("  {}/{}/{}: {:.3g} -> {:.3g} us: {}\n", op_of[i], r.dtype, r.shape, r.time_before_us, r.time_us, r.note);
     }
   return exit_ok;

@@ -1,5 +1,6 @@
 // tools/ktune/stability.hpp: two tunes of the same ops on the same GPU, compared shape by shape
-// (`ktune compare BEFORE NOW`), and the run-to-run section the reports show (`--attach`).
+// (`ktune compare BEFORE NOW`), and the run-to-run section the reports show (`--attach`). Its headline
+// is the user's regret (regret.hpp); what follows here are the winners' stability figures, its controls.
 //
 // Per shape: whether the winner held; if not, whether each run's winner is within the other run's noise
 // band (a tie broken the other way: "within band"); the run-to-run variation of the winner's time,
@@ -14,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "results.hpp"
+#include "tables.hpp"
 
 namespace ktune::tool {
 
@@ -36,6 +37,14 @@ StabilitySummary summarise_stability(const std::vector<StabilityRow>& rows);
 
 /// Nearest-rank quantile of `v` (q in [0, 1]); nullopt for none.
 std::optional<double> nearest_rank(std::vector<double> v, double q);
+
+/// An op page's run-to-run section, heading included; empty when `s` has no stability section.
+std::string stability_markdown(const Selection& s);
+std::string stability_html(const Selection& s);
+/// The index's run-to-run section (per op and dtype, per op, overall, the largest regrets); empty when no
+/// results file has a stability section.
+std::string stability_index_markdown(const std::vector<const LoadedResults*>& ops);
+std::string stability_index_html(const std::vector<const LoadedResults*>& ops);
 
 int cmd_compare(const std::vector<std::string>& args);
 
