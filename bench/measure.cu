@@ -522,9 +522,16 @@ struct GpuMeasurer::State {
     }
     double floor_us = 0;
     KTUNE_TRY(launch_floor(floor_us));
+    // One call as the judge checks it must not be much slower than the timed ones were each: a variant
+    // that computes only when it must (a sampled row that looks stale, say) was timed skipping work.
+    const double allowed_us = work_time_factor * median_us + 2 * floor_us;
     std::vector<std::size_t> sets{0};
     if (rotations > 1) sets.push_back(rotations / 2);
     double fastest_us = -1;
+    // A single call of a few microseconds can be slow once (the GPU busy with another process, a graph's
+    // first launch): the check runs again, up to three times, before it blames the variant. Skipped work
+    // stays skipped: each run starts from outputs refilled with random numbers.
+    for (int attempt = 0; attempt < 3 && !(fastest_us >= 0 && fastest_us <= allowed_us); ++attempt)
     for (std::size_t set : sets) {
       std::vector<Span> inputs;
       std::vector<std::size_t> which;
@@ -609,9 +616,6 @@ struct GpuMeasurer::State {
           return Status::success();
         }
     }
-    // One call as the judge checks it must not be much slower than the timed ones were each: a variant
-    // that computes only when it must (a sampled row that looks stale, say) was timed skipping work.
-    const double allowed_us = work_time_factor * median_us + 2 * floor_us;
     if (fastest_us > allowed_us) {
       char buf[320];
       std::snprintf(buf, sizeof buf,
