@@ -533,28 +533,6 @@ struct GpuMeasurer::State {
     // stays skipped: each run starts from outputs refilled with random numbers.
     for (int attempt = 0; attempt < 3 && !(fastest_us >= 0 && fastest_us <= allowed_us); ++attempt)
     for (std::size_t set : sets) {
-      std::vector<Span> inputs;
-      std::vector<std::size_t> which;
-      for (std::size_t t = 0; t < tensors.size(); ++t)
-        if (tensors[t].access == Access::read && tensors[t].bytes()) {
-          inputs.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
-          which.push_back(t);
-        }
-      std::vector<std::uint64_t> d;
-      KTUNE_TRY(digests(inputs, stream, check_scratch, d));
-      for (std::size_t i = 0; i < which.size(); ++i)
-        if (d[i] != input_digest[which[i]]) {
-          verdict = judge::message(judge::Verdict::input_modified, tensors[which[i]].name +
-                                                                       " is read-only but the timed calls changed it (rotation set " +
-                                                                       std::to_string(set) + ")");
-          // The next variant is timed and checked on the inputs as drawn, not on what this one left.
-          for (std::size_t s = 0; s < rotations; ++s)
-            for (std::size_t t = 0; t < tensors.size(); ++t)
-              if (tensors[t].access != Access::write && tensors[t].bytes())
-                KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor_ptr(s, t), pristine + offsets[t], tensors[t].bytes(), cudaMemcpyDeviceToDevice, stream));
-          KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-          return Status::success();
-        }
       // The call as a graph where it can be captured (the timing captured short kernels too), so the
       // adapter's host work does not count as the call's time; the outputs are overwritten after the
       // capture, so work that ran during it (a kernel put on a stream of the variant's own, which no
@@ -589,8 +567,7 @@ struct GpuMeasurer::State {
           }));
         }
       }
-      KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-      Status launched;
+      Status launched;  // after the refill on this stream; the graph's own events leave the refill out
       if (g.exec) {
         launched = Status::from_cuda(cudaGraphLaunch(g.exec, stream), "cudaGraphLaunch");
       } else {  // a call that cannot be captured: timed from the host's side, launches included
@@ -604,11 +581,33 @@ struct GpuMeasurer::State {
       float ms = 0;
       KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
       fastest_us = fastest_us < 0 ? ms * 1e3 : std::min(fastest_us, ms * 1e3);
-      std::vector<Span> outs;
-      for (std::size_t t : outputs) outs.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
-      KTUNE_TRY(digests(outs, stream, check_scratch, d));
+      // The read-only inputs (still as drawn after the timed calls and this one) and the outputs, in one
+      // pass over the set.
+      std::vector<Span> spans;
+      std::vector<std::size_t> which;
+      for (std::size_t t = 0; t < tensors.size(); ++t)
+        if (tensors[t].access == Access::read && tensors[t].bytes()) {
+          spans.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
+          which.push_back(t);
+        }
+      for (std::size_t t : outputs) spans.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
+      std::vector<std::uint64_t> d;
+      KTUNE_TRY(digests(spans, stream, check_scratch, d));
+      for (std::size_t i = 0; i < which.size(); ++i)
+        if (d[i] != input_digest[which[i]]) {
+          verdict = judge::message(judge::Verdict::input_modified, tensors[which[i]].name +
+                                                                       " is read-only but the timed calls changed it (rotation set " +
+                                                                       std::to_string(set) + ")");
+          // The next variant is timed and checked on the inputs as drawn, not on what this one left.
+          for (std::size_t s = 0; s < rotations; ++s)
+            for (std::size_t t = 0; t < tensors.size(); ++t)
+              if (tensors[t].access != Access::write && tensors[t].bytes())
+                KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor_ptr(s, t), pristine + offsets[t], tensors[t].bytes(), cudaMemcpyDeviceToDevice, stream));
+          KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+          return Status::success();
+        }
       for (std::size_t o = 0; o < outputs.size(); ++o)
-        if (d[o] != known->second[o]) {
+        if (d[which.size() + o] != known->second[o]) {
           verdict = judge::message(judge::Verdict::work_skipped,
                                    tensors[outputs[o]].name + " after a timed call (rotation set " + std::to_string(set) +
                                        ", its outputs overwritten with random numbers first) is not bitwise the checked "
