@@ -79,13 +79,14 @@ echo "slurm up on ports $base-$((base + 1)) after $SECONDS s"
 
 # ---- the whole run selected once; the merge job's finish selects the merged file and compares
 # (named search.json like the merged file: sources[].file is the file's name)
+cd "$repo"  # the build's kernel roots (the tutorial's op in examples/) are relative to the checkout
 mkdir -p "$tmp/whole"
 gzip -dc "$raw_gz" >"$tmp/whole/search.json"
-"$build/tools/ktune" select --raw "$tmp/whole/search.json" --kernels "$repo/kernels" --results "$tmp/results-whole" \
+"$build/tools/ktune" select --raw "$tmp/whole/search.json" --results "$tmp/results-whole" \
   --build-json none >"$tmp/select-whole.log"
 cat >"$tmp/finish.sh" <<FINISH
 set -euo pipefail
-"$build/tools/ktune" select --raw "\$KTUNE_RESULTS/raw/search.json" --kernels "$repo/kernels" \
+"$build/tools/ktune" select --raw "\$KTUNE_RESULTS/raw/search.json" \
   --results "$tmp/results-merged" --build-json none >"$tmp/select-merged.log"
 # The one difference allowed: sources[].hash, the hash of the raw file's bytes (another file).
 diff -r -I '"hash": "0x' "$tmp/results-whole" "$tmp/results-merged"
