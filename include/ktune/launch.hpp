@@ -7,9 +7,9 @@
 
 #include <cuda_runtime.h>
 
-#include <array>
-#include <atomic>
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "status.hpp"
@@ -25,21 +25,22 @@ struct LaunchShape {
 };
 
 namespace detail {
-/// Raises a kernel's dynamic shared memory limit once per device (the attribute is per function and
-/// device); only needed above the 48 KB default.
-template <class Kernel>
-Status ensure_dynamic_smem(Kernel kernel, std::size_t bytes) {
+/// Raises `kernel`'s dynamic shared memory limit on the current device to at least `bytes` (the
+/// attribute is per function and device; only needed above the 48 KB default), and never lowers it.
+/// One record per kernel: a record per kernel signature let one kernel's raise stand for another's, and
+/// a raise to a smaller size could lower a limit another caller had set higher, so a later launch above
+/// it failed with cudaErrorInvalidValue. Every raise in ktune goes through here.
+inline Status ensure_dynamic_smem(const void* kernel, std::size_t bytes) {
   if (bytes <= 48 * 1024) return Status::success();
-  static std::array<std::atomic<std::size_t>, 64> raised{};
   int dev = 0;
   KTUNE_CUDA_TRY(cudaGetDevice(&dev));
-  if (dev < 0 || dev >= 64) return Status::unsupported("device ordinal beyond 64");
-  auto& slot = raised[static_cast<std::size_t>(dev)];
-  if (slot.load(std::memory_order_acquire) >= bytes) return Status::success();
-  KTUNE_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(bytes)));
-  slot.store(bytes, std::memory_order_release);
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, std::size_t> raised;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::size_t& limit = raised[{kernel, dev}];
+  if (limit >= bytes) return Status::success();
+  KTUNE_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  limit = bytes;
   return Status::success();
 }
 }  // namespace detail
@@ -47,7 +48,7 @@ Status ensure_dynamic_smem(Kernel kernel, std::size_t bytes) {
 /// Launches `kernel` with `shape` on `stream` and checks the launch (KTUNE_CHECK_LAUNCH).
 template <class... Params, class... Args>
 Status launch(void (*kernel)(Params...), const LaunchShape& shape, cudaStream_t stream, Args&&... args) {
-  KTUNE_TRY(detail::ensure_dynamic_smem(kernel, shape.smem));
+  KTUNE_TRY(detail::ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), shape.smem));
   cudaLaunchAttribute attrs[2];
   unsigned n = 0;
   if (shape.cluster > 1) {

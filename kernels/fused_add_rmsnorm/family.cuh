@@ -710,22 +710,11 @@ struct Family : Space {
     return {reinterpret_cast<const void*>(kernel<Cfg, E>()), pl.threads, pl.smem, Cfg::cluster};
   }
 
-  /// Lets Cfg's kernel take `bytes` of dynamic shared memory (above the 48 KB default), once per kernel and
-  /// device. ktune::launch raises the limit too, but its record of what was raised is shared by every
-  /// kernel of the same signature (it is keyed by the function pointer's type), so a second kernel of
-  /// this family above 48 KB would launch with the default limit and fail.
+  /// Lets Cfg's kernel take `bytes` of dynamic shared memory (above the 48 KB default): through
+  /// ktune::launch's record per kernel, so no raise here or there ever lowers the other's.
   template <class Cfg, class E>
   static Status allow_dynamic_smem(std::size_t bytes) {
-    if (bytes <= 48 * 1024) return Status::success();
-    static std::array<std::atomic<std::size_t>, ktune::detail::max_cached_devices> raised{};
-    const DeviceInfo* dev = nullptr;
-    KTUNE_TRY(current_device(dev));
-    std::atomic<std::size_t>& slot = raised[static_cast<std::size_t>(dev->ordinal)];
-    if (slot.load(std::memory_order_acquire) >= bytes) return Status::success();
-    KTUNE_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel<Cfg, E>()),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-    slot.store(bytes, std::memory_order_release);
-    return Status::success();
+    return ktune::detail::ensure_dynamic_smem(reinterpret_cast<const void*>(kernel<Cfg, E>()), bytes);
   }
 
   /// Blocks of `threads` threads and `smem` bytes of dynamic shared memory of Cfg's kernel resident on

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <tuple>
 #include <vector>
 
 #include <ktune/arch.hpp>
@@ -251,5 +252,50 @@ TEST(LaunchGpu, ClusterAndPdlAttributes) {
   KTUNE_ASSERT_CUDA(cudaMemcpy(h.data(), out, 16 * sizeof(int), cudaMemcpyDeviceToHost));
   cudaFree(out);
   for (int i = 0; i < 16; ++i) EXPECT_EQ(h[i], i % 4) << i;
+}
+/// Writes `Tag` through the last of its `words` words of dynamic shared memory: a launch with more than
+/// the kernel's limit fails.
+template <int Tag>
+__global__ void smem_kernel(int* out, int words) {
+  extern __shared__ int smem[];
+  if (threadIdx.x == 0) {
+    smem[words - 1] = Tag;
+    out[0] = smem[words - 1];
+  }
+}
+
+// Two kernels of one signature, raised in an order that used to fail: the limit is kept per kernel and
+// never lowered (a record per signature once let a raise of one kernel stand for another, and a smaller
+// raise lower a limit set higher, so a later launch above it failed with cudaErrorInvalidValue).
+TEST(LaunchGpu, DynamicSharedMemoryLimitsArePerKernelAndNeverLowered) {
+  KTUNE_REQUIRE_GPU();
+  int optin = 0, dev = 0;
+  KTUNE_ASSERT_CUDA(cudaGetDevice(&dev));
+  KTUNE_ASSERT_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (optin < 160 * 1024) GTEST_SKIP() << "the device opts in to " << optin << " bytes of shared memory per block";
+  const void* a = reinterpret_cast<const void*>(smem_kernel<1>);
+  const void* b = reinterpret_cast<const void*>(smem_kernel<2>);
+  KTUNE_ASSERT_OK(ktune::detail::ensure_dynamic_smem(a, 150 * 1024));  // A at 150 KB (a family's own raise)
+  KTUNE_ASSERT_OK(ktune::detail::ensure_dynamic_smem(b, 100 * 1024));
+  KTUNE_ASSERT_OK(ktune::detail::ensure_dynamic_smem(a, 120 * 1024));  // A asked for less: stays at 150 KB
+  KTUNE_ASSERT_OK(ktune::detail::ensure_dynamic_smem(b, 160 * 1024));  // B above anything A had
+  cudaFuncAttributes attr{};
+  KTUNE_ASSERT_CUDA(cudaFuncGetAttributes(&attr, a));
+  EXPECT_EQ(attr.maxDynamicSharedSizeBytes, 150 * 1024);
+  KTUNE_ASSERT_CUDA(cudaFuncGetAttributes(&attr, b));
+  EXPECT_EQ(attr.maxDynamicSharedSizeBytes, 160 * 1024);
+
+  int* out = nullptr;
+  KTUNE_ASSERT_CUDA(cudaMalloc(&out, sizeof(int)));
+  ktune::LaunchShape shape;
+  shape.block = dim3(32);
+  int h = 0;
+  for (auto [kernel, kib, tag] : {std::tuple{smem_kernel<1>, 150, 1}, std::tuple{smem_kernel<2>, 160, 2}}) {
+    shape.smem = static_cast<std::size_t>(kib) * 1024;
+    KTUNE_EXPECT_OK(ktune::launch(kernel, shape, nullptr, out, static_cast<int>(shape.smem / sizeof(int))));
+    KTUNE_ASSERT_CUDA(cudaMemcpy(&h, out, sizeof(int), cudaMemcpyDeviceToHost));
+    EXPECT_EQ(h, tag);
+  }
+  cudaFree(out);
 }
 }  // namespace
