@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -318,6 +319,23 @@ Cost cost_of(const Selection& sel) {
   return c;
 }
 
+/// The tune's GPU step as the run's context recorded it (all ops of that run, not this op alone), or
+/// nothing for results selected before it was recorded.
+std::string tune_line(const Selection& s) {
+  const auto& e = s.environment;
+  const auto get = [&](const char* k) { return e.count(k) ? e.at(k) : std::string(); };
+  const auto num = [&](const char* k) { return sig3(std::strtod(get(k).c_str(), nullptr)); };
+  if (get("measure_wall_s").empty()) return {};
+  const std::string slices = get("slices").empty() ? "1" : get("slices");
+  std::string line = fmt::format("Tune (the whole run, every op in it): {} s of wall time on {} GPU process(es)",
+                                 num("measure_wall_s"), slices);
+  if (!get("phase_timing_s").empty())
+    line += fmt::format("; prepare {} s, gate {} s, timing {} s, verify {} s{}", num("phase_prepare_s"), num("phase_gate_s"),
+                        num("phase_timing_s"), num("phase_verify_s"), slices == "1" ? "" : " (summed over the processes)");
+  if (!get("prep_threads").empty()) line += fmt::format("; inputs and references prepared ahead on {} host threads", get("prep_threads"));
+  return line;
+}
+
 std::vector<std::string> build_lines(const Selection& sel) {
   std::vector<std::string> out;
   if (!sel.build.is_object()) return out;
@@ -408,6 +426,7 @@ std::string op_markdown(const LoadedResults& r) {
   if (build_lines(s).empty()) o += "- Build: no build record (build/ktune-build.json) was given to `ktune select`\n";
   o += fmt::format("- Run: {} sweep and {} retest measurements, {} excluded variants; {} s of GPU time inside timed kernels\n",
                    c.sweep_rows, c.retest_rows, c.excluded, sig3(c.kernel_seconds));
+  if (const std::string t = tune_line(s); !t.empty()) o += "- " + t + "\n";
   o += "- Inputs:";
   for (const Source& src : s.sources) o += fmt::format(" {} ({}, {}, {})", src.file, src.mode, src.date, src.hash);
   o += "\n";
@@ -526,6 +545,7 @@ std::string op_html(const LoadedResults& r) {
   if (build.empty()) body += "<li>Build: no build record (build/ktune-build.json) was given to <code>ktune select</code></li>\n";
   body += fmt::format("<li>Run: {} sweep and {} retest measurements, {} excluded variants; {} s of GPU time inside timed kernels</li>\n",
                       c.sweep_rows, c.retest_rows, c.excluded, sig3(c.kernel_seconds));
+  if (const std::string t = tune_line(s); !t.empty()) body += "<li>" + html_escape(t) + "</li>\n";
   for (const Source& src : s.sources)
     body += fmt::format("<li>Input {} ({}, {}, {})</li>\n", html_escape(src.file), src.mode, html_escape(src.date), src.hash);
   body += "</ul>\n";

@@ -218,7 +218,10 @@ namespace {
 const char* const kept_context[] = {"ktune_version", "gpu", "arch", "sms", "l2_bytes", "sm_clock_khz",
                                     "mem_clock_khz", "driver_version", "cuda_runtime_version", "git_commit",
                                     "copy_ceiling_gbps", "copy_memcpy_gbps", "copy_kernel_gbps", "empty_kernel_us",
-                                    "cold_l2", "date", "library_version", "library_build_type"};
+                                    "cold_l2", "date", "library_version", "library_build_type",
+                                    // what the tune's GPU step cost (bench/README.md, "Where the time goes")
+                                    "measure_wall_s", "startup_s", "slices", "prep_threads", "phase_prepare_s",
+                                    "phase_gate_s", "phase_timing_s", "phase_verify_s"};
 
 Measure measure_of(const RawRun& r) {
   Measure m;
