@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <regex>
+#include <thread>
 #include <stdexcept>
 
 #include "generator/agents/answer.hpp"
@@ -223,113 +224,155 @@ int run_agent(const AgentOptions& o, std::ostream& log) {
   ojson timing = ojson::object();
   auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
 
-  for (;;) {
-    const RunUsage used{client.usage().total_tokens, rounds, wall()};
-    Decision d = planner.decide(used);
-    planner.record(d);
-    if (d.action == Decision::stop) {
-      say(d.reason);
-      (void)record.write(fmt::format("decision-{:02}-stop.json", d.round),
-                         ojson({{"round", d.round}, {"action", "stop"}, {"reason", d.reason}}).dump(2) + "\n");
-      break;
-    }
-    const int round = d.round;
-    ++rounds;
-    say(d.reason);
-    (void)record.write_round(round, "decision.json",
-                             ojson({{"round", round}, {"action", to_string(d.action)}, {"target", d.target}, {"reason", d.reason}})
-                                     .dump(2) + "\n");
-
-    RoundPrompt rp;
-    rp.round = round;
-    rp.action = to_string(d.action);
-    rp.planner_reason = d.reason;
-    rp.s_name = o.source.filename().string();
-    rp.s_source = s_source;
-    rp.spec_json = spec_text;
-    if (auto it = families.find(d.target); it != families.end()) {
-      rp.target_summary = it->second.answer.summary;
-      rp.target_space = it->second.answer.space_hpp;
-      rp.target_family = it->second.answer.family_cuh;
-      rp.findings = it->second.findings;
-    }
-    // Failures of the latest round are findings too: the next answer should not repeat them.
-    for (const Node& n : planner.nodes())
-      if (n.round == round - 1 && is_failure(n.verdict))
-        rp.findings += fmt::format("Round {} (node {}, \"{}\") failed: {} — {}\n", n.round, n.id, n.summary, to_string(n.verdict), n.reason);
-    rp.history = planner.summary_for_prompt(6000);
-
-    const fs::path root = work / fmt::format("round-{:02}", round);
-    const auto t0 = std::chrono::steady_clock::now();
-    GenerationResult g = generate(ctx, round_prompt(rp), client, tc, root, record, round, o.max_fixes);
-    const int node = planner.add_for(d, g.answer.summary.empty() ? "(no usable answer)" : g.answer.summary);
-    auto finish_round = [&](Node::Verdict v, const std::string& reason, std::optional<double> speedup, double band,
-                            const std::string& best, const std::string& findings) {
-      planner.update(node, v, reason, speedup, band, best);
-      (void)record.write_round(round, "verdict.json", verdict_json(*planner.node(node), findings));
-      (void)record.write("planner.json", planner.to_json().dump(1) + "\n");
-      timing[fmt::format("round-{:02}", round)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      say(fmt::format("round {}: node {} {} — {}", round, node, to_string(v), reason));
-    };
-    if (g.llm_failed) {
-      finish_round(Node::rejected, g.error, std::nullopt, 0, "", "");
-      outcome = "The run stopped: " + g.error;
-      break;
-    }
-    if (!g.ok) {
-      finish_round(Node::compile_error, g.error, std::nullopt, 0, "", g.build.diagnostics);
-      continue;
-    }
-    FamilyRecord fam{g.answer, "", g.build.probe, root, {}};
-    const Candidate cand{o.op, root, g.build.binary, g.build.profiler, g.build.probe};
-
-    if (!gpu_checked) {
-      ProcessOptions popt;
-      popt.timeout_s = 60;
-      popt.env = run_environment(tc);
-      const ProcessResult r =
-          run_process({cand.binary.string(), "--kernels", cand.kernels_dir().string(), "--print-gpu-slug"}, popt);
-      if (!r.ok()) {
-        finish_round(Node::pending, "built; not judged: no GPU", std::nullopt, 0, "", "");
-        std::string why = bounded_diagnostics(r.output, 300);
-        while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-        outcome = fmt::format("Stopped after generation and compilation: no usable GPU here ({}). Round {}'s family "
-                              "compiled; run `ktune agent` on a machine with a GPU to judge and tune it.",
-                              why, round);
-        exit_code = agent_no_gpu;
+  // A wave: up to one decision per judge (--gpus; one without it). The LLM answers and the builds run in
+  // decision order (a replay sees the exchanges in the order they were recorded); the candidates built
+  // are then judged and tuned at once, each on its GPU, and their verdicts reach the planner in round
+  // order, so a wave of one is the loop as it always was.
+  const std::vector<std::string> judges = o.gpus.empty() ? std::vector<std::string>{""} : o.gpus;
+  struct Job {  // a built candidate and what its judge found
+    int round = 0, node = 0;
+    fs::path root;
+    Candidate cand;
+    FamilyRecord fam;
+    std::chrono::steady_clock::time_point t0;
+    TuningResult tune;
+    Judgement j, prof;
+    std::string dtype;
+  };
+  auto finish_round = [&](int round, int node, std::chrono::steady_clock::time_point t0, Node::Verdict v,
+                          const std::string& reason, std::optional<double> speedup, double band, const std::string& best,
+                          const std::string& findings) {
+    planner.update(node, v, reason, speedup, band, best);
+    (void)record.write_round(round, "verdict.json", verdict_json(*planner.node(node), findings));
+    (void)record.write("planner.json", planner.to_json().dump(1) + "\n");
+    timing[fmt::format("round-{:02}", round)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    say(fmt::format("round {}: node {} {} — {}", round, node, to_string(v), reason));
+  };
+  bool stopped = false;
+  while (!stopped) {
+    std::vector<Job> jobs;
+    for (std::size_t slot = 0; slot < judges.size() && !stopped; ++slot) {
+      const RunUsage used{client.usage().total_tokens, rounds, wall()};
+      Decision d = planner.decide(used);
+      if (d.action == Decision::stop && !jobs.empty()) break;  // the wave's candidates are judged first
+      planner.record(d);
+      if (d.action == Decision::stop) {
+        say(d.reason);
+        (void)record.write(fmt::format("decision-{:02}-stop.json", d.round),
+                           ojson({{"round", d.round}, {"action", "stop"}, {"reason", d.reason}}).dump(2) + "\n");
+        stopped = true;
         break;
       }
-      gpu_checked = true;
+      const int round = d.round;
+      ++rounds;
+      say(d.reason);
+      (void)record.write_round(round, "decision.json",
+                               ojson({{"round", round}, {"action", to_string(d.action)}, {"target", d.target}, {"reason", d.reason}})
+                                       .dump(2) + "\n");
+
+      RoundPrompt rp;
+      rp.round = round;
+      rp.action = to_string(d.action);
+      rp.planner_reason = d.reason;
+      rp.s_name = o.source.filename().string();
+      rp.s_source = s_source;
+      rp.spec_json = spec_text;
+      if (auto it = families.find(d.target); it != families.end()) {
+        rp.target_summary = it->second.answer.summary;
+        rp.target_space = it->second.answer.space_hpp;
+        rp.target_family = it->second.answer.family_cuh;
+        rp.findings = it->second.findings;
+      }
+      // Failures of the latest round are findings too: the next answer should not repeat them.
+      for (const Node& n : planner.nodes())
+        if (n.round == round - 1 && is_failure(n.verdict))
+          rp.findings += fmt::format("Round {} (node {}, \"{}\") failed: {} — {}\n", n.round, n.id, n.summary, to_string(n.verdict), n.reason);
+      rp.history = planner.summary_for_prompt(6000);
+
+      const fs::path root = work / fmt::format("round-{:02}", round);
+      const auto t0 = std::chrono::steady_clock::now();
+      GenerationResult g = generate(ctx, round_prompt(rp), client, tc, root, record, round, o.max_fixes);
+      const int node = planner.add_for(d, g.answer.summary.empty() ? "(no usable answer)" : g.answer.summary);
+      if (g.llm_failed) {
+        finish_round(round, node, t0, Node::rejected, g.error, std::nullopt, 0, "", "");
+        outcome = "The run stopped: " + g.error;
+        stopped = true;
+        break;
+      }
+      if (!g.ok) {
+        finish_round(round, node, t0, Node::compile_error, g.error, std::nullopt, 0, "", g.build.diagnostics);
+        continue;
+      }
+      Job job{round, node, root, Candidate{o.op, root, g.build.binary, g.build.profiler, g.build.probe},
+              FamilyRecord{g.answer, "", g.build.probe, root, {}}, t0, {}, {}, {}, {}};
+
+      if (!gpu_checked) {
+        ProcessOptions popt;
+        popt.timeout_s = 60;
+        popt.env = run_environment(tc);
+        const ProcessResult r =
+            run_process({job.cand.binary.string(), "--kernels", job.cand.kernels_dir().string(), "--print-gpu-slug"}, popt);
+        if (!r.ok()) {
+          finish_round(round, node, t0, Node::pending, "built; not judged: no GPU", std::nullopt, 0, "", "");
+          std::string why = bounded_diagnostics(r.output, 300);
+          while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+          outcome = fmt::format("Stopped after generation and compilation: no usable GPU here ({}). Round {}'s family "
+                                "compiled; run `ktune agent` on a machine with a GPU to judge and tune it.",
+                                why, round);
+          exit_code = agent_no_gpu;
+          stopped = true;
+          break;
+        }
+        gpu_checked = true;
+      }
+      jobs.push_back(std::move(job));
+    }
+    if (exit_code == agent_no_gpu) break;
+
+    // The judge (testing.hpp: the gate, the search, the ranking's verdicts, compute-sanitizer) and the
+    // winner's CUPTI profile, each candidate on a GPU of its own.
+    auto judge = [&](Job& job, const std::string& gpu) {
+      Toolchain on = tc;
+      on.cuda_visible_devices = gpu;
+      job.j = judge_family(on, job.cand, spec_text, job.root, o.testing, o.tuning, &job.tune);
+      if (!job.j.passed) return;
+      // The dtype the winner wins first: its profile's; the smallest and the largest shape of that dtype,
+      // beside S's: what the next rewrite of this family reads.
+      for (const ShapeOutcome& sh : job.tune.ranking.shapes)
+        if (sh.winner == job.tune.ranking.best_id && job.dtype.empty()) job.dtype = sh.dtype;
+      std::vector<std::string> shapes;
+      for (const ShapeOutcome& sh : job.tune.ranking.shapes)
+        if (sh.dtype == job.dtype) shapes.push_back(sh.shape);
+      if (shapes.size() > 2) shapes = {shapes.front(), shapes.back()};
+      job.prof = profile(on, job.cand, job.tune.ranking.best_id, job.dtype, shapes, job.root / "profile");
+    };
+    if (jobs.size() == 1) {
+      judge(jobs[0], judges[0]);
+    } else {
+      std::vector<std::thread> threads;
+      for (std::size_t k = 0; k < jobs.size(); ++k) threads.emplace_back(judge, std::ref(jobs[k]), judges[k]);
+      for (std::thread& t : threads) t.join();
     }
 
-    // The judge (testing.hpp): the gate, the search, the ranking's verdicts, compute-sanitizer.
-    TuningResult tune;
-    const Judgement j = judge_family(tc, cand, spec_text, root, o.testing, o.tuning, &tune);
-    for (const auto& [name, content] : j.files) (void)record.write_round(round, name, content);
-    fam.ranking = tune.ranking;
-    if (!j.passed) {
-      const bool ranked = j.stage == "ranking" || j.stage == "sanitizer";
-      finish_round(j.verdict, j.reason, ranked ? std::optional<double>(tune.ranking.geomean_speedup) : std::nullopt,
-                   ranked ? tune.ranking.band : 0, j.stage == "sanitizer" ? tune.ranking.best_id : "", j.findings);
-      fam.findings = j.reason + "\n" + j.findings;
-      if (j.stage != "tune") families[node] = fam;
-      continue;
+    for (Job& job : jobs) {  // in round order
+      for (const auto& [name, content] : job.j.files) (void)record.write_round(job.round, name, content);
+      job.fam.ranking = job.tune.ranking;
+      if (!job.j.passed) {
+        const bool ranked = job.j.stage == "ranking" || job.j.stage == "sanitizer";
+        finish_round(job.round, job.node, job.t0, job.j.verdict, job.j.reason,
+                     ranked ? std::optional<double>(job.tune.ranking.geomean_speedup) : std::nullopt,
+                     ranked ? job.tune.ranking.band : 0, job.j.stage == "sanitizer" ? job.tune.ranking.best_id : "",
+                     job.j.findings);
+        job.fam.findings = job.j.reason + "\n" + job.j.findings;
+        if (job.j.stage != "tune") families[job.node] = job.fam;
+        continue;
+      }
+      (void)record.write_round(job.round, "profile.log", job.prof.log);
+      job.fam.findings = job.j.findings + job.prof.findings;
+      families[job.node] = job.fam;
+      finish_round(job.round, job.node, job.t0, job.j.verdict, job.j.reason, job.tune.ranking.geomean_speedup,
+                   job.tune.ranking.band, job.tune.ranking.best_id, job.fam.findings);
     }
-    // The dtype the winner wins first: its profile's.
-    std::string dtype;
-    for (const ShapeOutcome& s : tune.ranking.shapes)
-      if (s.winner == tune.ranking.best_id && dtype.empty()) dtype = s.dtype;
-    // The winner's CUPTI profile at the smallest and the largest shape of its dtype, beside S's: what the
-    // next rewrite of this family reads.
-    std::vector<std::string> shapes;
-    for (const ShapeOutcome& s : tune.ranking.shapes)
-      if (s.dtype == dtype) shapes.push_back(s.shape);
-    if (shapes.size() > 2) shapes = {shapes.front(), shapes.back()};
-    Judgement prof = profile(tc, cand, tune.ranking.best_id, dtype, shapes, root / "profile");
-    (void)record.write_round(round, "profile.log", prof.log);
-    fam.findings = j.findings + prof.findings;
-    families[node] = fam;
-    finish_round(j.verdict, j.reason, tune.ranking.geomean_speedup, tune.ranking.band, tune.ranking.best_id, fam.findings);
   }
 
   // ---- the outcome ----
@@ -404,6 +447,9 @@ providers' settings: generator/README.md.
   --no-sanitizer     skip compute-sanitizer (memcheck, racecheck, initcheck on every variant the tuned
                      table can install)
   --replay FILE      answer from a recorded llm.jsonl instead of the network (no endpoint needed)
+  --gpus 0,1         judge and tune up to that many candidates at once, one per GPU (the planner decides
+                     as many rounds before their verdicts; the answers still come in round order); a GPU
+                     may be named twice (two judges sharing it: a check, not a speed-up)
 )";
 
 }  // namespace
@@ -458,6 +504,18 @@ std::string parse_agent_args(const std::vector<std::string>& args, AgentOptions&
       else if (a == "--work") o.work_dir = value();
       else if (a == "--toolchain") o.toolchain = value();
       else if (a == "--replay") o.replay = value();
+      else if (a == "--gpus") {
+        o.gpus.clear();
+        const std::string v = value();
+        for (std::size_t at = 0; at <= v.size();) {
+          const std::size_t end = std::min(v.find(',', at), v.size());
+          const std::string g = v.substr(at, end - at);
+          if (g.empty() || g.find_first_not_of("0123456789") != std::string::npos)
+            throw std::invalid_argument("--gpus needs device numbers such as 0,1, not '" + v + "'");
+          o.gpus.push_back(g);
+          at = end + 1;
+        }
+      }
       else if (a == "--force") o.force = true;
       else if (a == "--quick") o.tuning.quick = true;
       else if (a == "--no-sanitizer") o.testing.sanitizer = false;

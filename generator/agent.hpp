@@ -30,6 +30,7 @@ struct AgentOptions {
   bool force = false;                  ///< replace an existing kernels/<op>/
   Budget budget;
   int max_fixes = 2;                   ///< follow-ups per round after a malformed answer or failed build
+  std::vector<std::string> gpus;       ///< --gpus 0,1: candidates judged at once, one per GPU (empty: one at a time)
   TuningOptions tuning;
   TestingOptions testing;
   llm::ProviderConfig llm;

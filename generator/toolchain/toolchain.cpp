@@ -117,7 +117,9 @@ std::vector<std::string> run_environment(const Toolchain& tc) {
   std::string p;
   for (const std::string& d : tc.library_path) p += (p.empty() ? "" : ":") + d;
   if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) p += (p.empty() ? "" : ":") + std::string(old);
-  return {"LD_LIBRARY_PATH=" + p};
+  std::vector<std::string> env{"LD_LIBRARY_PATH=" + p};
+  if (!tc.cuda_visible_devices.empty()) env.push_back("CUDA_VISIBLE_DEVICES=" + tc.cuda_visible_devices);
+  return env;
 }
 
 std::string bounded_diagnostics(const std::string& output, std::size_t max_chars) {

@@ -36,6 +36,7 @@ struct Toolchain {
   int jobs = 2;                                ///< parallel compiles (default: the machine's cores)
   double compile_timeout_s = 300;              ///< per translation unit
   int shards = 4;                              ///< shard units per candidate (default: jobs, 4 to 16)
+  std::string cuda_visible_devices;            ///< the GPU its programs run on (ktune agent --gpus; empty: inherited)
 };
 
 /// Reads a toolchain.json; relative paths are taken from its folder. Empty string on success.
