@@ -223,6 +223,12 @@ const char* const kept_context[] = {"ktune_version", "gpu", "arch", "sms", "l2_b
                                     "measure_wall_s", "startup_s", "slices", "prep_threads", "phase_prepare_s",
                                     "phase_gate_s", "phase_timing_s", "phase_verify_s"};
 
+/// A context key of what the run's GPU step cost: for the report's cost section, not a fact of the device.
+bool is_run_cost(const std::string& key) {
+  return key == "measure_wall_s" || key == "startup_s" || key == "slices" || key == "prep_threads" ||
+         (key.rfind("phase_", 0) == 0 && key.size() > 8 && key.compare(key.size() - 2, 2, "_s") == 0);
+}
+
 Measure measure_of(const RawRun& r) {
   Measure m;
   m.median_us = r.time_us;
@@ -701,8 +707,9 @@ ojson to_t4(const Selection& s) {
         r["objectives"] = ojson::array({"time"});
         results.push_back(std::move(r));
       }
-  ojson env = ojson::object();
-  for (const auto& [k, v] : s.environment) env[k] = v;
+  ojson env = ojson::object();  // the device and the build; what the run cost stays in the results file
+  for (const auto& [k, v] : s.environment)
+    if (!is_run_cost(k)) env[k] = v;
   ojson j;
   j["schema_version"] = "1.0.0";
   j["metadata"] = {
