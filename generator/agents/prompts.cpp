@@ -50,8 +50,6 @@ against S. You never judge correctness or speed; the measurements come back to y
    - `template <class Cfg, class E> static ktune::Status enqueue(const Args<E>& a, cudaStream_t s);` the launch
      through `ktune::launch(kernel<Cfg, E>, shape, s, params...)` with a `ktune::LaunchShape` (grid, block,
      smem, pdl), for a call can_implement accepted and that is not empty;
-   - `template <class Cfg, class E> static ktune::Status run(const Args<E>& a, cudaStream_t s);` can_implement,
-     an empty call returns success without a launch, then enqueue; nothing is written on error;
    - `template <class Cfg, class E> static ktune::KernelResources resources(const Args<E>& a);`
      {{kernel pointer, threads per block, dynamic shared memory bytes, cluster size}}.
 

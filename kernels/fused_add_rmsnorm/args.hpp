@@ -34,6 +34,9 @@ struct Args {
   float eps = 1e-6f;
 };
 
+/// A call with no tokens is a successful no-op (h is at least 1 in every valid call).
+template <class E> constexpr bool is_empty(const Args<E>& a) { return a.tokens == 0; }
+
 /// The public API's arguments, with stride -1 meaning contiguous rows (stride h), as in every ktune op.
 /// Other values are kept as given, for validate() to refuse (0 and other negatives are shorter than h).
 template <class E>
@@ -72,7 +75,7 @@ Status validate(const Args<E>& a) {
   if (!detail::extent_fits(a.tokens, a.h, a.input_stride, eb) ||
       !detail::extent_fits(a.tokens, a.h, a.residual_stride, eb))
     return Status::too_large("fused_add_rmsnorm: (tokens - 1) * stride + h overflows 64-bit byte offsets");
-  if (a.tokens == 0) return Status::success();
+  if (is_empty(a)) return Status::success();
   if (!a.input || !a.residual || !a.weight)
     return Status::invalid("fused_add_rmsnorm: input, residual and weight must not be null");
   if (reinterpret_cast<std::uintptr_t>(a.input) % eb || reinterpret_cast<std::uintptr_t>(a.residual) % eb ||

@@ -19,6 +19,7 @@
 
 #include <ktune/device_info.hpp>
 #include <ktune/dtype.hpp>
+#include <ktune/family.hpp>
 #include <ktune/intrinsics.cuh>
 #include <ktune/launch.hpp>
 #include <ktune/registry.hpp>
@@ -674,7 +675,7 @@ struct Family : Space {
   static Status can_implement(const Args<E>& a) {
     using T = Traits<Cfg, E>;
     KTUNE_TRY(validate(a));
-    if (a.tokens == 0) return Status::success();
+    if (is_empty(a)) return Status::success();
     if constexpr (T::vec > 1) {
       constexpr unsigned bytes = T::vec * sizeof(E);
       if (misalignment(a.input, bytes) || misalignment(a.residual, bytes) || misalignment(a.weight, bytes))
@@ -768,10 +769,10 @@ struct Family : Space {
     }
   }
 
+  /// Plans and launches without checking: the caller (ktune::run_variant) has seen can_implement<Cfg, E>(a)
+  /// succeed on a non-empty call.
   template <class Cfg, class E>
-  static Status run(const Args<E>& a, cudaStream_t stream) {
-    KTUNE_TRY((can_implement<Cfg, E>(a)));
-    if (a.tokens == 0) return Status::success();
+  static Status enqueue(const Args<E>& a, cudaStream_t stream) {
     Plan pl;
     KTUNE_TRY((plan<Cfg, E>(a, pl)));
     std::int64_t blocks = 0;

@@ -34,8 +34,8 @@ Status fused_add_rmsnorm(E* input, E* residual, const E* weight, std::int64_t to
   const TunedChoice choice = lookup(op::tuned::entries, dev->table_arch, dev->name, dtype_v<E>, tokens, h);
   return op::tuned::with_variant<E>(choice.variant, [&](auto cfg) -> Status {
     using Cfg = decltype(cfg);
-    if (op::Family::can_implement<Cfg, E>(args).ok()) return op::Family::run<Cfg, E>(args, stream);
-    return op::Family::run<op::unaligned_config_t, E>(args, stream);
+    if (op::Family::can_implement<Cfg, E>(args).ok()) return op::Family::enqueue<Cfg, E>(args, stream);
+    return run_variant<op::Family, op::unaligned_config_t, E>(args, stream);
   });
 }
 

@@ -35,6 +35,9 @@ struct Args {
   std::int64_t suffix_stride = 0;  ///< ... of suffix_out
 };
 
+/// A call with no tokens is a successful no-op (heads and head_size are at least 1 in every valid call).
+template <class E> constexpr bool is_empty(const Args<E>& a) { return a.tokens == 0; }
+
 /// The shape key of tuned tables: token count and row width (the spec's width_dim, "heads").
 template <class E> std::int64_t tokens(const Args<E>& a) { return a.tokens; }
 template <class E> std::int64_t width(const Args<E>& a) { return a.heads; }
@@ -75,7 +78,7 @@ Status validate(const Args<E>& a) {
     return Status::invalid("merge_attn_states_lse: a token stride is negative (only -1, contiguous, is accepted)");
   const std::int64_t row = row_elements(a.heads, a.head_size);
   if (row == 0) return Status::too_large("merge_attn_states_lse: heads * head_size overflows 64-bit arithmetic");
-  if (a.tokens == 0) return Status::success();
+  if (is_empty(a)) return Status::success();
   if (!a.out || !a.prefix_out || !a.prefix_lse || !a.suffix_out || !a.suffix_lse)
     return Status::invalid("merge_attn_states_lse: a required pointer is null (only out_lse may be null)");
   // Every ktune op spells "contiguous" -1 (make_args turns it into heads * head_size); a 0 here is the

@@ -44,8 +44,8 @@ Status dispatch(const Args<E>& a, cudaStream_t stream) {
   const TunedChoice c = ktune::lookup(tuned::entries, dev->table_arch, dev->name, dtype_v<E>, a.tokens, a.heads);
   return tuned::with_variant<E>(c.variant, [&](auto cfg) -> Status {
     using Cfg = decltype(cfg);
-    if (Family::can_implement<Cfg, E>(a).ok()) return Family::run<Cfg, E>(a, stream);
-    return Family::run<unaligned_config_t<static_cast<int>(sizeof(E))>, E>(a, stream);
+    if (Family::can_implement<Cfg, E>(a).ok()) return Family::enqueue<Cfg, E>(a, stream);
+    return run_variant<Family, unaligned_config_t<static_cast<int>(sizeof(E))>, E>(a, stream);
   });
 }
 

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include <ktune/dtype.hpp>
+#include <ktune/family.hpp>
 #include <ktune/intrinsics.cuh>
 #include <ktune/launch.hpp>
 #include <ktune/registry.hpp>
@@ -290,14 +291,6 @@ struct Family : Space {
   template <class Cfg, class E>
   static Status enqueue(const Args<E>& a, cudaStream_t stream) {
     return ktune::launch(silu_and_mul_kernel<Cfg, E>, launch_shape<Cfg, E>(a), stream, params<Cfg, E>(a));
-  }
-
-  /// can_implement, then the launch; an empty call succeeds without launching. Nothing is written on error.
-  template <class Cfg, class E>
-  static Status run(const Args<E>& a, cudaStream_t stream) {
-    KTUNE_TRY((can_implement<Cfg, E>(a)));
-    if (is_empty(a)) return Status::success();
-    return enqueue<Cfg, E>(a, stream);
   }
 
   template <class Cfg, class E>

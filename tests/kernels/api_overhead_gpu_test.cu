@@ -85,7 +85,7 @@ TEST_F(ApiOverheadGpu, SiluAndMul) {
     using Cfg = decltype(cfg);
     compare_host_cost(
         "silu_and_mul", stream, [&] { return ktune::silu_and_mul(out, in, tokens, d, stream); },
-        [&] { return op::Family::run<Cfg, E>(args, stream); });
+        [&] { return ktune::run_variant<op::Family, Cfg, E>(args, stream); });
     return ktune::Status::success();
   });
 }
@@ -105,7 +105,7 @@ TEST_F(ApiOverheadGpu, FusedAddRmsnorm) {
     compare_host_cost(
         "fused_add_rmsnorm", stream,
         [&] { return ktune::fused_add_rmsnorm(input, residual, weight, tokens, h, 1e-6f, stream); },
-        [&] { return op::Family::run<Cfg, E>(args, stream); });
+        [&] { return ktune::run_variant<op::Family, Cfg, E>(args, stream); });
     return ktune::Status::success();
   });
 }
@@ -132,7 +132,7 @@ TEST_F(ApiOverheadGpu, MergeAttnStatesLse) {
         [&] {
           return ktune::merge_attn_states_lse(out, olse, pv, plse, sv, slse, tokens, heads, head_size, stream);
         },
-        [&] { return op::Family::run<Cfg, E>(args, stream); });
+        [&] { return ktune::run_variant<op::Family, Cfg, E>(args, stream); });
     return ktune::Status::success();
   });
 }

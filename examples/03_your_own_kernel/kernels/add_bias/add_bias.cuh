@@ -38,7 +38,7 @@ Status dispatch(const Args<E>& a, cudaStream_t stream) {
   return tuned::with_variant<E>(c.variant, [&](auto cfg) -> Status {
     using Cfg = decltype(cfg);
     if (Family::can_implement<Cfg, E>(a).ok()) return Family::enqueue<Cfg, E>(a, stream);
-    return Family::run<Family::unaligned_config<static_cast<int>(sizeof(E))>, E>(a, stream);
+    return run_variant<Family, Family::unaligned_config<static_cast<int>(sizeof(E))>, E>(a, stream);
   });
 }
 

@@ -120,13 +120,6 @@ struct Family : FamilyBase {
                                    static_cast<std::uint32_t>(chunks<Cfg, E>(a))});
   }
 
-  /// can_implement, then the launch; an empty call succeeds without launching. Nothing is written on error.
-  template <class Cfg, class E>
-  static Status run(const Args<E>& a, cudaStream_t stream) {
-    KTUNE_TRY((can_implement<Cfg, E>(a)));
-    if (is_empty(a)) return Status::success();
-    return enqueue<Cfg, E>(a, stream);
-  }
 
   template <class Cfg, class E>
   static ktune::KernelResources resources(const Args<E>&) {

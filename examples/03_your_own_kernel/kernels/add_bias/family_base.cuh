@@ -18,6 +18,7 @@
 
 #include <ktune/arch.hpp>
 #include <ktune/dtype.hpp>
+#include <ktune/family.hpp>
 #include <ktune/intrinsics.cuh>
 #include <ktune/launch.hpp>
 #include <ktune/registry.hpp>
@@ -77,10 +78,11 @@ static_assert(derived::unaligned_feasible_everywhere<Space>(),
 /// The family's base: the LLM's Space plus what follows from S and spec.json. family.cuh adds, as
 /// static member templates of `struct Family : FamilyBase`:
 ///   can_implement<Cfg, E>(const Args<E>&)          validate() plus what Cfg needs; no CUDA call
-///   run<Cfg, E>(const Args<E>&, cudaStream_t)      can_implement, empty call -> success, then enqueue
 ///   enqueue<Cfg, E>(const Args<E>&, cudaStream_t)  the launch alone (ktune::launch), for a call
 ///                                                  can_implement accepted and that is not empty
 ///   resources<Cfg, E>(const Args<E>&)              kernel pointer, threads, dynamic smem, cluster
+/// A variant runs through ktune::run_variant<Family, Cfg, E> (ktune/family.hpp): can_implement, an
+/// empty call succeeds without launching, then enqueue.
 struct FamilyBase : Space {
   static constexpr const char* name = "add_bias";
   template <class E> using Args = ops::add_bias::Args<E>;

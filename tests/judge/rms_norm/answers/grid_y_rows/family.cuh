@@ -72,12 +72,6 @@ struct Family : FamilyBase {
     return ktune::launch(rms_norm_kernel<Cfg, E>, s, stream, params);
   }
 
-  template <class Cfg, class E>
-  static Status run(const Args<E>& a, cudaStream_t stream) {
-    KTUNE_TRY((can_implement<Cfg, E>(a)));
-    if (is_empty(a)) return Status::success();
-    return enqueue<Cfg, E>(a, stream);
-  }
 
   template <class Cfg, class E>
   static ktune::KernelResources resources(const Args<E>&) {

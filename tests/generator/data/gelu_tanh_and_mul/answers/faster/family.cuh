@@ -156,13 +156,6 @@ struct Family : FamilyBase {
                          Params<E>{a.in, a.out, a.tokens * dv, a.d, static_cast<std::uint32_t>(dv)});
   }
 
-  /// can_implement, then the launch; an empty call succeeds without launching. Nothing is written on error.
-  template <class Cfg, class E>
-  static Status run(const Args<E>& a, cudaStream_t stream) {
-    KTUNE_TRY((can_implement<Cfg, E>(a)));
-    if (is_empty(a)) return Status::success();
-    return enqueue<Cfg, E>(a, stream);
-  }
 
   template <class Cfg, class E>
   static ktune::KernelResources resources(const Args<E>&) {

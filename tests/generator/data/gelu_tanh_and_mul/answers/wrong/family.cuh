@@ -87,12 +87,6 @@ struct Family : FamilyBase {
                          Params<E>{a.in, a.out, a.d, static_cast<int>(a.d / pack<Cfg, E>)});
   }
 
-  template <class Cfg, class E>
-  static Status run(const Args<E>& a, cudaStream_t stream) {
-    KTUNE_TRY((can_implement<Cfg, E>(a)));
-    if (is_empty(a)) return Status::success();
-    return enqueue<Cfg, E>(a, stream);
-  }
 
   template <class Cfg, class E>
   static ktune::KernelResources resources(const Args<E>&) {
