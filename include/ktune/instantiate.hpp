@@ -8,7 +8,8 @@
 //   static constexpr const char* name;
 //   template <class E> using Args = ...;                                 // one call's arguments
 //   template <class Cfg, class E> static Status can_implement(const Args<E>&);
-//   template <class Cfg, class E> static Status run(const Args<E>&, cudaStream_t);
+//   template <class Cfg, class E> static Status enqueue(const Args<E>&, cudaStream_t); // the launch alone
+//   (a variant runs through ktune::run_variant: can_implement, empty call, enqueue; ktune/family.hpp)
 //   template <class Cfg, class E> static KernelResources resources(const Args<E>&);
 //   template <class E> static Status original_can_implement(const Args<E>&);
 //   template <class E> static Status original_run(const Args<E>&, cudaStream_t);
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "dtype.hpp"
+#include "family.hpp"
 #include "harness.hpp"
 #include "registry.hpp"
 #include "space.hpp"
@@ -30,7 +32,7 @@ namespace ktune {
 namespace detail {
 template <class Family, class Cfg, class E>
 Status run_erased(const void* a, cudaStream_t s) {
-  return Family::template run<Cfg, E>(*static_cast<const typename Family::template Args<E>*>(a), s);
+  return run_variant<Family, Cfg, E>(*static_cast<const typename Family::template Args<E>*>(a), s);
 }
 template <class Family, class Cfg, class E>
 Status can_implement_erased(const void* a) {
