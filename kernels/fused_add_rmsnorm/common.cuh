@@ -1,0 +1,178 @@
+// kernels/fused_add_rmsnorm/common.cuh: what every structure of the family shares: the kernels' one
+// parameter struct, a configuration's compile-time facts (Traits), the warp and cluster reductions of a
+// row's sum of squares, and the vector and word-packing helpers of global-memory accesses.
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include <ktune/arch.hpp>
+#include <ktune/dtype.hpp>
+#include <ktune/intrinsics.cuh>
+
+#include "space.hpp"
+
+namespace ktune::ops::fused_add_rmsnorm {
+
+/// The kernel's one parameter struct. Row r of input starts at input + r * input_stride; a block of
+/// cluster rank k covers vectors [k * part, min((k + 1) * part, h / vec)) of its row. The persistent
+/// stages (3, 4, 6) loop over rows up to `tokens`; the others take their row from the block index.
+template <class E>
+struct Params {
+  E* input;
+  E* residual;
+  const E* weight;
+  std::int64_t input_stride;   // elements
+  std::int64_t residual_stride;
+  std::int64_t tokens;
+  int h;
+  int part;                    // vectors per block of a row
+  int ring;                    // stage 6: shared-memory stages of the ring (rows in flight per block)
+  float eps;
+};
+
+/// Compile-time facts of a configuration for element type E.
+template <class Cfg, class E>
+struct Traits {
+  static constexpr int element_bytes = static_cast<int>(sizeof(E));
+  static constexpr int vec = Space::vector_elements(Cfg::vector_bytes, element_bytes);
+  static constexpr int vpt = Cfg::vpt;
+  static constexpr int stage = Cfg::stage;
+  static constexpr int cluster = Cfg::cluster;
+  /// The kernel's __launch_bounds__. sm_90 and every older row share these register-file numbers;
+  /// an architecture with a smaller register file would need its own.
+  static constexpr int max_threads = Space::max_threads(vec, vpt, stage, element_bytes, arch_limits(90));
+  /// Blocks of max_threads the kernel is compiled to keep resident per SM (the launch bounds' second
+  /// value). The looping stagings of a whole row need few registers: ask for a full SM (2048 threads,
+  /// <= 32 registers), as S gets without asking. Register staging takes what its copy of x needs, and
+  /// a cluster split the few more its exchange needs (its blocks hold a part of a row, rarely 1024).
+  static constexpr bool holds_registers = Space::holds_registers(stage);
+  static constexpr bool persistent = Space::persistent(stage);
+  static constexpr int min_blocks = holds_registers || cluster > 1 ? 1 : 2048 / max_threads;
+  static constexpr int warp = 32;
+};
+
+namespace detail {
+
+__device__ __forceinline__ float warp_allreduce(float v) {
+  // An xor butterfly: every lane adds the same pairs (a + b == b + a bitwise), so all lanes end with
+  // the same bits, in an order fixed by the lane layout: deterministic.
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// Cluster barriers (sm_90+). Split arrive/wait: a block may leave only after every block of its
+/// cluster has read its partial sum, but need not wait for that before normalising its part.
+__device__ __forceinline__ void cluster_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+/// The row's sum of squares, the same bits in every thread of every block of the row's cluster.
+/// `v` is this thread's partial sum. Warp sums are combined in warp order, cluster partials in rank
+/// order. With Cluster > 1 the caller must call cluster_wait() before it exits.
+template <int Cluster>
+__device__ __forceinline__ float row_sum(float v, float* warp_sums, float* block_total) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  v = warp_allreduce(v);
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  // Every warp reduces all warp sums itself: one barrier instead of two, the same bits everywhere.
+  v = warp_allreduce(lane < static_cast<int>(blockDim.x >> 5) ? warp_sums[lane] : 0.f);
+  if constexpr (Cluster > 1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    __trap();  // cluster configurations are pruned below sm_90 and never launched there
+#else
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0) *block_total = v;
+    cluster.sync();  // release/acquire: every block's partial is visible cluster-wide
+    const float partial = lane < Cluster ? *cluster.map_shared_rank(block_total, static_cast<unsigned>(lane)) : 0.f;
+    v = warp_allreduce(partial);
+    cluster_arrive();
+#endif
+  }
+  return v;
+}
+
+template <class E, int Vec>
+__device__ __forceinline__ AlignedVector<E, Vec> load_vector(const E* p) {
+  return *reinterpret_cast<const AlignedVector<E, Vec>*>(p);
+}
+template <class E, int Vec>
+__device__ __forceinline__ void store_vector(E* p, const AlignedVector<E, Vec>& v) {
+  *reinterpret_cast<AlignedVector<E, Vec>*>(p) = v;
+}
+
+/// The persistent stages hold 16-byte vectors as four 32-bit words (uint4) while they wait in registers:
+/// as AlignedVector<__nv_bfloat16, 8> the compiler may keep each 16-bit element in a register of its
+/// own, twice the registers of the words (ptxas: bf16 stage 3 at vpt 2 spilled that way).
+__device__ __forceinline__ unsigned word_at(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+/// Element e of a vector of E held as words, in fp32 (e is a constant after unrolling).
+template <class E>
+__device__ __forceinline__ float element(const uint4& v, int e) {
+  if constexpr (sizeof(E) == 4) {
+    return __uint_as_float(word_at(v, e));
+  } else {
+    const unsigned word = word_at(v, e >> 1);
+    const auto bits = static_cast<unsigned short>((e & 1) ? word >> 16 : word & 0xffffu);
+    if constexpr (std::is_same_v<E, __half>) return __half2float(__ushort_as_half(bits));
+    else return __bfloat162float(__ushort_as_bfloat16(bits));
+  }
+}
+/// The bits of from_float<E>(f) in the low bits of a word.
+template <class E>
+__device__ __forceinline__ unsigned rounded_bits(float f) {
+  if constexpr (sizeof(E) == 4) return __float_as_uint(f);
+  else if constexpr (std::is_same_v<E, __half>) return __half_as_ushort(from_float<__half>(f));
+  else return __bfloat16_as_ushort(from_float<__nv_bfloat16>(f));
+}
+/// Vec fp32 values rounded to E (round to nearest even, as from_float) and packed as words.
+template <class E, int Vec>
+__device__ __forceinline__ uint4 pack_rounded(const float (&f)[Vec]) {
+  unsigned w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(E) == 4) w[i] = rounded_bits<E>(f[i]);
+    else w[i] = rounded_bits<E>(f[2 * i]) | rounded_bits<E>(f[2 * i + 1]) << 16;
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+template <class E>
+__device__ __forceinline__ uint4 load_words(const E* p) {
+  return *reinterpret_cast<const uint4*>(p);
+}
+template <class E>
+__device__ __forceinline__ void store_words(E* p, const uint4& v) {
+  *reinterpret_cast<uint4*>(p) = v;
+}
+
+/// The vector a thread loads for its k-th slot: its own, or the row's last one where it has none (a
+/// load every slot makes, so that no register keeps an older row's value alive across the loop; the
+/// duplicate lies in a sector the warp reads anyway, and nothing is stored from it).
+__device__ __forceinline__ int loaded_vector(int j, int nvec) { return j < nvec ? j : nvec - 1; }
+
+/// Keeps 16-bit weights packed in registers across rows: without it the compiler may convert them to
+/// fp32 once, outside the row loop, which doubles their registers; converting them again per row costs
+/// vec conversions per vector, next to vec adds and multiplies.
+template <int Vpt>
+__device__ __forceinline__ void keep_packed(uint4 (&w)[Vpt]) {
+#pragma unroll
+  for (int k = 0; k < Vpt; ++k) asm volatile("" : "+r"(w[k].x), "+r"(w[k].y), "+r"(w[k].z), "+r"(w[k].w));
+}
+
+}  // namespace detail
+}  // namespace ktune::ops::fused_add_rmsnorm

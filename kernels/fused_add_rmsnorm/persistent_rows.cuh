@@ -1,0 +1,126 @@
+// kernels/fused_add_rmsnorm/persistent_rows.cuh: stages 3 (persistent rows) and 4 (warp rows), one
+// device loop: a row group (a block or a warp) keeps its weights in registers and takes every
+// `groups`-th row, the next row's loads in flight across this row's reduction.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include <ktune/intrinsics.cuh>
+
+#include "common.cuh"
+
+namespace ktune::ops::fused_add_rmsnorm {
+namespace detail {
+
+/// The persistent stages' view of one thread: which rows its group (a block for stage 3, a warp for
+/// stage 4) takes, and which vectors of a row are its own: first, first + stride, ... (vpt of them).
+struct RowGroup {
+  std::int64_t first_row;  // the group's first row; then every `groups` rows
+  std::int64_t groups;
+  int first;               // this thread's first vector of a row
+  int stride;              // threads per group
+};
+
+/// Issues the loads of row `row`'s input and residual vectors of this thread (nothing waits for them).
+template <class E, int Vec, int Vpt>
+__device__ __forceinline__ void load_row(const Params<E>& p, std::int64_t row, const RowGroup& g, int nvec,
+                                         uint4 (&a)[Vpt], uint4 (&r)[Vpt]) {
+  const E* in_row = p.input + row * p.input_stride;
+  const E* res_row = p.residual + row * p.residual_stride;
+#pragma unroll
+  for (int k = 0; k < Vpt; ++k) {
+    const int j = loaded_vector(g.first + k * g.stride, nvec);
+    a[k] = load_words(in_row + static_cast<std::ptrdiff_t>(j) * Vec);
+    r[k] = load_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec);
+  }
+}
+
+/// Row `row` of a persistent stage, its input and residual already loaded into a, r (the weights into
+/// w): x, the residual store, the row's sum of squares (stage 3: warp sums, one barrier, every warp
+/// adds the warp sums in warp order, as row_sum<1>; stage 4: the warp's butterfly alone), the output.
+/// `sums` is the block's slot for this row: callers alternate two slots between consecutive rows, so
+/// one barrier per row is enough (a warp writes a slot again only after the next row's barrier, which
+/// every warp reaches after reading it).
+template <bool WarpRows, class E, int Vec, int Vpt>
+__device__ __forceinline__ void finish_row(const Params<E>& p, std::int64_t row, const RowGroup& g, int nvec,
+                                           const uint4 (&a)[Vpt], const uint4 (&r)[Vpt], const uint4 (&w)[Vpt],
+                                           float* sums) {
+  E* in_row = p.input + row * p.input_stride;
+  E* res_row = p.residual + row * p.residual_stride;
+  float x[Vpt][Vec];
+  float sum = 0.f;
+#pragma unroll
+  for (int k = 0; k < Vpt; ++k) {
+    const int j = g.first + k * g.stride;
+#pragma unroll
+    for (int e = 0; e < Vec; ++e) x[k][e] = element<E>(a[k], e) + element<E>(r[k], e);
+    if (j < nvec) {
+#pragma unroll
+      for (int e = 0; e < Vec; ++e) sum += x[k][e] * x[k][e];
+      store_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(x[k]));
+    }
+  }
+  float total = warp_allreduce(sum);
+  if constexpr (!WarpRows) {
+    const int lane = threadIdx.x & 31;
+    if (lane == 0) sums[threadIdx.x >> 5] = total;
+    __syncthreads();
+    total = warp_allreduce(lane < static_cast<int>(blockDim.x >> 5) ? sums[lane] : 0.f);
+  }
+  const float inv_rms = rsqrtf(total / static_cast<float>(p.h) + p.eps);
+#pragma unroll
+  for (int k = 0; k < Vpt; ++k) {
+    const int j = g.first + k * g.stride;
+    if (j < nvec) {
+      float o[Vec];
+#pragma unroll
+      for (int e = 0; e < Vec; ++e) o[e] = x[k][e] * inv_rms * element<E>(w[k], e);
+      store_words(in_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(o));
+    }
+  }
+}
+
+/// Stages 3 and 4: a group (block or warp) takes rows first_row, first_row + groups, ... Its weights are
+/// loaded once; two register sets of input and residual alternate, so the next row's loads are issued
+/// before the current row's reduction and stay in flight across it. With PDL, the dependent grid is
+/// triggered once the group's last row is loaded.
+template <class Cfg, class E, bool WarpRows>
+__device__ __forceinline__ void persistent_rows(const Params<E>& p, const RowGroup& g, float (*sums)[32]) {
+  constexpr int Vec = Traits<Cfg, E>::vec;
+  constexpr int Vpt = Cfg::vpt;
+  static_assert(Vec * sizeof(E) == 16, "The persistent stages move 16-byte vectors.");
+  const int nvec = p.h / Vec;
+  if constexpr (Cfg::pdl) pdl_wait();
+  std::int64_t row = g.first_row;
+  if (row >= p.tokens) return;  // a warp past the last row (stage 4); stage 3's grid has no such block
+  uint4 w[Vpt];
+#pragma unroll
+  for (int k = 0; k < Vpt; ++k)
+    w[k] = load_words(p.weight + static_cast<std::ptrdiff_t>(loaded_vector(g.first + k * g.stride, nvec)) * Vec);
+  uint4 a0[Vpt], r0[Vpt], a1[Vpt], r1[Vpt];
+  load_row<E, Vec, Vpt>(p, row, g, nvec, a0, r0);
+  // Unrolled by two so that each register set keeps its registers: a copy from the set in flight to
+  // the other would wait for its loads.
+  for (;;) {
+    std::int64_t next = row + g.groups;
+    if (next < p.tokens) load_row<E, Vec, Vpt>(p, next, g, nvec, a1, r1);
+    else if constexpr (Cfg::pdl) pdl_launch_dependents();
+    if constexpr (sizeof(E) < 4) keep_packed(w);
+    finish_row<WarpRows, E, Vec, Vpt>(p, row, g, nvec, a0, r0, w, sums[0]);
+    if (next >= p.tokens) break;
+    row = next;
+    next = row + g.groups;
+    if (next < p.tokens) load_row<E, Vec, Vpt>(p, next, g, nvec, a0, r0);
+    else if constexpr (Cfg::pdl) pdl_launch_dependents();
+    if constexpr (sizeof(E) < 4) keep_packed(w);
+    finish_row<WarpRows, E, Vec, Vpt>(p, row, g, nvec, a1, r1, w, sums[1]);
+    if (next >= p.tokens) break;
+    row = next;
+  }
+}
+
+}  // namespace detail
+}  // namespace ktune::ops::fused_add_rmsnorm
