@@ -110,10 +110,6 @@ std::string regret_words(const std::optional<Regret>& r) {
   return r->level == "screens" ? pct(*r->value) + " (screens)" : pct(*r->value);
 }
 
-std::string regret_goal_words() {
-  return fmt::format("p95 at most {}, largest at most {}", pct(regret_goal_p95), pct(regret_goal_max));
-}
-
 nlohmann::ordered_json regret_json(const Regret& r) {
   if (!r.value) return {{"none", r.none}};
   return {{"level", r.level}, {"value", *r.value}, {"fastest", r.fastest}, {"winner_before_us", r.winner_before_us},

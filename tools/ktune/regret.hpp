@@ -57,9 +57,6 @@ std::vector<OpRow> worst_regrets(const std::vector<OpRow>& rows, std::size_t n =
 /// "1.2%", "1.2% (screens)", or "none: <why>".
 std::string regret_words(const std::optional<Regret>& r);
 
-/// The targets in words, for the outputs: "p95 at most 1.0%, largest at most 3.0%".
-std::string regret_goal_words();
-
 nlohmann::ordered_json regret_json(const Regret& r);
 Regret regret_from_json(const nlohmann::ordered_json& j);
 /// The section's summary (derived from its rows, kept for readers of the JSON).

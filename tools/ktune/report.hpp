@@ -11,17 +11,13 @@
 #include <vector>
 
 #include "tables.hpp"
+#include "targets.hpp"  // large_shape_bytes, small_shape_tokens and the targets they belong to
 
 namespace ktune::tool {
 
 /// Number of <svg> plots on an op page and on an index page (the HTML test checks these).
 inline constexpr int op_page_plots = 4;
 inline constexpr int index_page_plots = 1;
-
-/// Issue 3's targets: shapes moving at least this many bytes (MB = 1e6, as the tables' MB column) must
-/// reach 95% of the copy ceiling; shapes with at most this many tokens must be near an empty kernel.
-inline constexpr std::int64_t large_shape_bytes = 64'000'000;
-inline constexpr std::int64_t small_shape_tokens = 16;
 
 /// The chosen variant's time on a shape (its retest time when the band came from the retest, else its
 /// sweep time); nullopt when there is no correct winner.
@@ -31,15 +27,15 @@ std::optional<double> best_time_us(const ShapeResult& s);
 /// bytes; nullopt when the results have no copy for the shape or no best time.
 std::optional<double> pct_of_same_size_copy(const ShapeResult& s);
 
-/// One index row: an op's dtype against issue 3's targets.
+/// One index row: an op's dtype against the performance targets (targets.hpp).
 struct DTypeSummary {
   std::size_t shapes = 0, excluded = 0;
   std::string general;
   std::optional<double> geomean_speedup;           ///< over S, shapes where both are timed alike
   std::optional<double> min_pct_copy_large;        ///< lowest % of copy ceiling, bytes >= large_shape_bytes
   std::optional<double> min_pct_same_size_large;   ///< lowest % of same-size copy, same shapes
-  std::optional<double> max_over_empty_small;      ///< largest best / empty kernel, tokens <= small_shape_tokens
-  std::optional<double> max_over_same_size_small;  ///< largest best / same-size copy, same shapes
+  std::optional<double> max_over_empty_small;      ///< largest best / empty kernel, tokens <= small_shape_tokens (information)
+  std::optional<double> max_over_same_size_small;  ///< largest best / same-size copy, same shapes (the target)
 };
 /// `s` gives the empty kernel time (references "empty_kernel"); every field is nullopt where no shape
 /// of `d` has what it needs.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "raw.hpp"
+#include "targets.hpp"  // the run-to-run goals (stability_goal_*, regret_goal_*)
 
 namespace ktune { struct Spec; }
 
@@ -102,14 +103,6 @@ struct SearchSummary {
   std::int64_t still_noisy = 0;  ///< of those, out of line after every retry: kept among the finalists
   std::int64_t finalists = 0;    ///< variants timed in interleaved rounds (retest measures)
 };
-
-/// Issue 9's goal for the run-to-run comparison of two tunes.
-inline constexpr double stability_goal_share = 0.98;      ///< shapes whose winner held or stayed within band
-inline constexpr double stability_goal_variation = 0.03;  ///< p95 of the winners' run-to-run variation
-/// The target for the user's regret (regret.hpp), over the shapes of two tunes: a faster tune must not cost
-/// the user speed. The selection rule alone (a run against itself) costs about 0.9% at p95 on an H200.
-inline constexpr double regret_goal_p95 = 0.01;  ///< p95 of the regret
-inline constexpr double regret_goal_max = 0.03;  ///< the largest regret
 
 /// One shape's regret: the other run's winner (the committed tune's) timed in this run against this run's
 /// fastest variant at the same level (regret.hpp).

@@ -236,11 +236,6 @@ const char* const stability_controls =
     "of the winner's time (each winner timed in its own run); the same-size copy's and S's variations say how much the "
     "device itself moved at that size.";
 
-std::string stability_goal_words() {
-  return fmt::format("at least {} of shapes held or within band, p95 variation at most {}", pct1(stability_goal_share),
-                     pct1(stability_goal_variation));
-}
-
 /// The summary columns after the label columns: regret, then the stability controls.
 std::vector<Cell> summary_cells(const std::vector<StabilityRow>& rows) {
   const RegretSummary r = summarise_regret(rows);
