@@ -1,14 +1,17 @@
 // generator/agent.cpp: the loop of `ktune agent` (agent.hpp).
 #include "generator/agent.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <thread>
 #include <stdexcept>
@@ -22,6 +25,7 @@
 #include "generator/record/files.hpp"
 #include "generator/record/run_record.hpp"
 #include "generator/toolchain/process.hpp"
+#include "ktune/cli.hpp"
 #include "ktune/io.hpp"
 
 namespace ktune::gen {
@@ -417,140 +421,142 @@ namespace ktune::gen {
 
 namespace {
 
-constexpr const char* agent_help = R"(usage: ktune agent S.cu --spec SPEC.json --name OP [options] [--llm-* settings]
+/// A count: a non-negative integer.
+const CLI::Validator non_negative_integer(
+    [](std::string& v) -> std::string {
+      std::size_t used = 0;
+      long long n = -1;
+      try {
+        n = std::stoll(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (v.empty() || used != v.size() || n < 0) return "needs a non-negative integer, not '" + v + "'";
+      return {};
+    },
+    "");
 
-Stage 1 of ktune: an LLM rewrites the original kernel S into a tunable family (space.hpp, family.cuh);
-every candidate is built here, judged against S on the GPU (fresh random inputs in guarded buffers, edge
-and limit shapes, wide values, poisoned outputs, compute-sanitizer on every variant the tuned table can
-install) and tuned (the search of make tune); the planner decides each next round from the measurements.
-The best correct family becomes kernels/OP/; runs/OP/<time>/ records every round. S's form and the
-providers' settings: generator/README.md.
+/// A time limit: seconds, a finite number above zero.
+const CLI::Validator seconds_above_zero(
+    [](std::string& v) -> std::string {
+      std::size_t used = 0;
+      double x = 0;
+      try {
+        x = std::stod(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (v.empty() || used != v.size() || !std::isfinite(x) || x <= 0)
+        return "needs a time limit in seconds above zero, not '" + v + "'";
+      return {};
+    },
+    "");
 
-  --spec FILE        spec.json of the op (docs/kernel-folder.md)
-  --name OP          the new op's name (lowercase identifier)
-  --kernels DIR      where kernels/OP/ goes (default: kernels)
-  --runs DIR         where the run record goes (default: runs)
-  --work DIR         where candidates are built and run (default: the build tree's agent/)
-  --toolchain FILE   the build's toolchain.json (default: the one this binary was built with)
-  --force            replace an existing kernels/OP/
-  --rounds N         at most N rounds (default 8)
-  --max-tokens N     stop once N tokens are spent (default 2000000)
-  --max-wall S       stop after S seconds (default 14400)
-  --patience N       stop after N rounds without gain beyond the noise band (default 3)
-  --fixes N          follow-ups per round after a failed build or refused answer (default 2)
-  --quick            fewer timing samples (smoke runs)
-  --seed N           seed of the judge's random inputs (default: fresh per run)
-  --gate-timeout S   seconds for all the gate runs of one family together: edge shapes, wide values,
-                     limit shapes (default 300); a family still running then is rejected as timeout
-  --tune-timeout S   seconds for each process of a family's search (default 900)
-  --sanitizer-timeout S  seconds for each compute-sanitizer process (default 600)
-  --no-sanitizer     skip compute-sanitizer (memcheck, racecheck, initcheck on every variant the tuned
-                     table can install)
-  --replay FILE      answer from a recorded llm.jsonl instead of the network (no endpoint needed)
-  --gpus 0,1         judge and tune up to that many candidates at once, one per GPU (the planner decides
-                     as many rounds before their verdicts; the answers still come in round order); a GPU
-                     may be named twice (two judges sharing it: a check, not a speed-up)
-)";
+/// `ktune agent`'s parser, writing into `o` and (the --llm-* flags) `llm`.
+std::unique_ptr<CLI::App> agent_app(AgentOptions& o, llm::FlagValues& llm) {
+  auto app = std::make_unique<CLI::App>(
+      "Stage 1 of ktune: an LLM rewrites the original kernel S into a tunable family (space.hpp, family.cuh);\n"
+      "every candidate is built here, judged against S on the GPU (fresh random inputs in guarded buffers, edge\n"
+      "and limit shapes, wide values, poisoned outputs, compute-sanitizer on every variant the tuned table can\n"
+      "install) and tuned (the search of make tune); the planner decides each next round from the measurements.\n"
+      "The best correct family becomes kernels/OP/; runs/OP/<time>/ records every round. S's form and the\n"
+      "providers' settings: generator/README.md. Exit codes: 0 written, 1 failed, 2 usage, 4 no GPU here.",
+      "ktune agent");
+  cli::style(*app);
+  app->add_option("S.cu", o.source, "the original kernel S")->required();
+  app->add_option("--spec", o.spec, "spec.json of the op (docs/kernel-folder.md)")->required();
+  app->add_option("--name", o.op, "the new op's name (lowercase identifier)")->required();
+  app->add_option("--kernels", o.kernels_dir, "where kernels/OP/ goes (default: kernels)");
+  app->add_option("--runs", o.runs_dir, "where the run record goes (default: runs)");
+  app->add_option("--work", o.work_dir, "where candidates are built and run (default: the build tree's agent/)");
+  app->add_option("--toolchain", o.toolchain, "the build's toolchain.json (default: the one this binary was built with)");
+  app->add_flag("--force", o.force, "replace an existing kernels/OP/");
+  app->add_option("--rounds", o.budget.max_rounds, "at most N rounds (default 8)")
+      ->check(non_negative_integer)
+      ->type_name("N");
+  app->add_option("--max-tokens", o.budget.max_tokens, "stop once N tokens are spent (default 2000000)")
+      ->check(non_negative_integer)
+      ->type_name("N");
+  app->add_option("--max-wall", o.budget.max_wall_s, "stop after S seconds (default 14400)")
+      ->check(non_negative_integer)
+      ->type_name("S");
+  app->add_option("--patience", o.budget.patience, "stop after N rounds without gain beyond the noise band (default 3)")
+      ->check(non_negative_integer)
+      ->type_name("N");
+  app->add_option("--fixes", o.max_fixes, "follow-ups per round after a failed build or refused answer (default 2)")
+      ->check(non_negative_integer)
+      ->type_name("N");
+  app->add_flag("--quick", o.tuning.quick, "fewer timing samples (smoke runs)");
+  app->add_option_function<std::uint64_t>(
+         "--seed", [&o](std::uint64_t seed) { o.testing.seed = o.tuning.seed = seed; },
+         "seed of the judge's random inputs (default: fresh per run)")
+      ->check(non_negative_integer)
+      ->type_name("N");
+  app->add_option("--gate-timeout", o.testing.gate_timeout_s,
+                  "seconds for all the gate runs of one family together: edge shapes, wide values, limit shapes "
+                  "(default 300); a family still running then is rejected as timeout")
+      ->check(seconds_above_zero)
+      ->type_name("S");
+  app->add_option("--tune-timeout", o.tuning.timeout_s, "seconds for each process of a family's search (default 900)")
+      ->check(seconds_above_zero)
+      ->type_name("S");
+  app->add_option("--sanitizer-timeout", o.testing.sanitizer_timeout_s,
+                  "seconds for each compute-sanitizer process (default 600)")
+      ->check(seconds_above_zero)
+      ->type_name("S");
+  app->add_flag_callback("--no-sanitizer", [&o] { o.testing.sanitizer = false; },
+                         "skip compute-sanitizer (memcheck, racecheck, initcheck on every variant the tuned table can "
+                         "install)");
+  app->add_option("--replay", o.replay, "answer from a recorded llm.jsonl instead of the network (no endpoint needed)");
+  app->add_option_function<std::string>(
+         "--gpus", [&o](const std::string& v) { o.gpus = cli::split_list(v); },
+         "judge and tune up to that many candidates at once, one per GPU (the planner decides as many rounds before "
+         "their verdicts; the answers still come in round order); a GPU may be named twice (two judges sharing it: a "
+         "check, not a speed-up)")
+      ->type_name("0,1")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            const std::vector<std::string> gpus = cli::split_list(v);
+            bool ok = !gpus.empty() && gpus.size() == static_cast<std::size_t>(std::count(v.begin(), v.end(), ',') + 1);
+            for (const std::string& g : gpus) ok = ok && g.find_first_not_of("0123456789") == std::string::npos;
+            return ok ? "" : "needs device numbers such as 0,1, not '" + v + "'";
+          },
+          ""));
+  llm::add_flags(*app, llm);
+  return app;
+}
+
+/// The provider settings from the --llm-* flags. The agent asks for JSON answers, so JSON mode is on
+/// unless the flags or the file turn it off (a server without it, such as some llama.cpp builds).
+std::string apply_llm_flags(const llm::FlagValues& values, AgentOptions& o) {
+  llm::ProviderConfig base;
+  base.json_mode = true;
+  const llm::FlagParse flags = llm::resolve_flags(values, base);
+  if (flags.ok()) o.llm = flags.config;
+  return flags.error;
+}
 
 }  // namespace
 
 std::string parse_agent_args(const std::vector<std::string>& args, AgentOptions& o) {
-  // The agent asks for JSON answers, so JSON mode is on unless the flags or the file turn it off (a
-  // server without it, such as some llama.cpp builds).
-  llm::ProviderConfig base;
-  base.json_mode = true;
-  llm::FlagParse flags = llm::parse_flags(args, base);
-  if (!flags.ok()) return flags.error;
-  o.llm = flags.config;
-  std::vector<std::string> positional;
-  const std::vector<std::string>& rest = flags.rest;
-  try {
-    for (std::size_t i = 0; i < rest.size(); ++i) {
-      const std::string& a = rest[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= rest.size()) throw std::invalid_argument(a + " needs a value");
-        return rest[++i];
-      };
-      auto number = [&]() -> long long {
-        const std::string v = value();
-        std::size_t used = 0;
-        long long n = -1;
-        try {
-          n = std::stoll(v, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used != v.size() || n < 0) throw std::invalid_argument(a + " needs a non-negative integer, not '" + v + "'");
-        return n;
-      };
-      // A time limit: seconds, a finite number above zero.
-      auto seconds = [&]() -> double {
-        const std::string v = value();
-        std::size_t used = 0;
-        double x = 0;
-        try {
-          x = std::stod(v, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (v.empty() || used != v.size() || !std::isfinite(x) || x <= 0)
-          throw std::invalid_argument(a + " needs a time limit in seconds above zero, not '" + v + "'");
-        return x;
-      };
-      if (a == "--spec") o.spec = value();
-      else if (a == "--name") o.op = value();
-      else if (a == "--kernels") o.kernels_dir = value();
-      else if (a == "--runs") o.runs_dir = value();
-      else if (a == "--work") o.work_dir = value();
-      else if (a == "--toolchain") o.toolchain = value();
-      else if (a == "--replay") o.replay = value();
-      else if (a == "--gpus") {
-        o.gpus.clear();
-        const std::string v = value();
-        for (std::size_t at = 0; at <= v.size();) {
-          const std::size_t end = std::min(v.find(',', at), v.size());
-          const std::string g = v.substr(at, end - at);
-          if (g.empty() || g.find_first_not_of("0123456789") != std::string::npos)
-            throw std::invalid_argument("--gpus needs device numbers such as 0,1, not '" + v + "'");
-          o.gpus.push_back(g);
-          at = end + 1;
-        }
-      }
-      else if (a == "--force") o.force = true;
-      else if (a == "--quick") o.tuning.quick = true;
-      else if (a == "--no-sanitizer") o.testing.sanitizer = false;
-      else if (a == "--rounds") o.budget.max_rounds = static_cast<int>(number());
-      else if (a == "--max-tokens") o.budget.max_tokens = number();
-      else if (a == "--max-wall") o.budget.max_wall_s = static_cast<double>(number());
-      else if (a == "--patience") o.budget.patience = static_cast<int>(number());
-      else if (a == "--fixes") o.max_fixes = static_cast<int>(number());
-      else if (a == "--seed") o.testing.seed = o.tuning.seed = static_cast<std::uint64_t>(number());
-      else if (a == "--gate-timeout") o.testing.gate_timeout_s = seconds();
-      else if (a == "--sanitizer-timeout") o.testing.sanitizer_timeout_s = seconds();
-      else if (a == "--tune-timeout") o.tuning.timeout_s = seconds();
-      else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown option " + a + " (see ktune agent --help)");
-      else positional.push_back(a);
-    }
-    if (positional.size() != 1) throw std::invalid_argument("give exactly one original kernel file (see ktune agent --help)");
-    if (o.spec.empty()) throw std::invalid_argument("--spec SPEC.json is required");
-    if (o.op.empty()) throw std::invalid_argument("--name OP is required");
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  o.source = positional[0];
-  return {};
+  llm::FlagValues llm_flags;
+  const cli::Parsed parsed = cli::parse_args(*agent_app(o, llm_flags), args);
+  if (!parsed.error.empty()) return parsed.error;
+  return apply_llm_flags(llm_flags, o);
 }
 
 int agent_command(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "--help" || a == "-h") {
-      std::cout << agent_help << "\nLLM settings (flags over the --llm-config file over presets over defaults):\n"
-                << llm::flags_usage();
-      return agent_ok;
-    }
   AgentOptions o;
-  if (std::string e = parse_agent_args(args, o); !e.empty()) {
-    std::cerr << "ktune agent: " << e << "\n";
+  llm::FlagValues llm_flags;
+  const auto app = agent_app(o, llm_flags);
+  const cli::Parsed parsed = cli::parse_args(*app, args);
+  if (parsed.help) {
+    std::cout << app->help();
+    return agent_ok;
+  }
+  const std::string error = parsed.error.empty() ? apply_llm_flags(llm_flags, o) : parsed.error;
+  if (!error.empty()) {
+    std::cerr << "ktune agent: " << error << "\n(ktune agent --help lists its options)\n";
     return agent_usage;
   }
   return run_agent(o, std::cout);

@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not reinstalled. Needs root (or sudo) to install.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ make libboost-dev libfmt-dev libcurl4-openssl-dev nlohmann-json3-dev
+packages=(cmake ninja-build g++ make libboost-dev libfmt-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev
           libbenchmark-dev libgtest-dev chromium python3
           slurmctld slurmd slurm-client)  # the Slurm path's test runs a single-node Slurm (tools/slurm/)
 

@@ -1,17 +1,18 @@
 // generator/derive/command.cpp: `ktune derive` (command.hpp).
 #include "generator/derive/command.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <iostream>
-#include <stdexcept>
 
 #include <unistd.h>  // getpid
 
 #include "generator/derive/derive.hpp"
 #include "generator/record/files.hpp"
 #include "generator/toolchain/toolchain.hpp"
+#include "ktune/cli.hpp"
 
 namespace ktune::gen {
 
@@ -19,53 +20,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* derive_help = R"(usage: ktune derive S.cu --spec SPEC.json --name OP [--kernels DIR] [--toolchain FILE] [--force]
-
-Writes the parts of DIR/OP/ (default kernels/OP/) that follow from the original kernel S and its spec
-alone, exactly as `ktune agent` derives them: spec.json, args.hpp, original.cuh, harness.hpp,
-family_base.cuh, OP.hpp, OP.cuh and OP.cu (generator/derive/README.md). The two files a person or an LLM
-writes, space.hpp and family.cuh, are never touched. Once space.hpp exists, the default-only tuned table
-tuned.cuh is derived too (its space hash comes from compiling space.hpp with the toolchain's nvcc); a
-tuned.cuh with tuned rows is kept, since a tune wrote it.
-
-  --spec FILE        spec.json of the op (docs/kernel-folder.md)
-  --name OP          the op's name (lowercase identifier; the spec's "op")
-  --kernels DIR      the folder that holds OP/ (default: kernels)
-  --toolchain FILE   the build's toolchain.json, for the space probe (default: the one this binary was built with)
-  --force            replace derived files that differ from what S and the spec give now
-
-Every file is written atomically; when anything would fail, nothing is changed.
-)";
-
 struct Options {
   fs::path source, spec, kernels_dir = "kernels", toolchain;
   std::string op;
   bool force = false;
 };
-
-Options parse(const std::vector<std::string>& args) {
-  Options o;
-  std::vector<std::string> positional;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
-      return args[++i];
-    };
-    if (a == "--spec") o.spec = value();
-    else if (a == "--name") o.op = value();
-    else if (a == "--kernels") o.kernels_dir = value();
-    else if (a == "--toolchain") o.toolchain = value();
-    else if (a == "--force") o.force = true;
-    else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown option " + a + " (see ktune derive --help)");
-    else positional.push_back(a);
-  }
-  if (positional.size() != 1) throw std::invalid_argument("give exactly one original kernel file (see ktune derive --help)");
-  if (o.spec.empty()) throw std::invalid_argument("--spec SPEC.json is required");
-  if (o.op.empty()) throw std::invalid_argument("--name OP is required");
-  o.source = positional[0];
-  return o;
-}
 
 /// Whether `path` is a tuned table a tune wrote (one with rows): that one is never replaced. A missing table,
 /// or one before the first tune, is derived from space.hpp like the other files.
@@ -110,18 +69,24 @@ DerivedFile default_table_of(const Options& o, const fs::path& folder, std::stri
 }  // namespace
 
 int derive_command(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "--help" || a == "-h") {
-      std::cout << derive_help;
-      return 0;
-    }
+  CLI::App app{"Writes the parts of DIR/OP/ (default kernels/OP/) that follow from the original kernel S and its spec\n"
+               "alone, exactly as `ktune agent` derives them: spec.json, args.hpp, original.cuh, harness.hpp,\n"
+               "family_base.cuh, OP.hpp, OP.cuh and OP.cu (generator/derive/README.md). The two files a person or an\n"
+               "LLM writes, space.hpp and family.cuh, are never touched. Once space.hpp exists, the default-only tuned\n"
+               "table tuned.cuh is derived too (its space hash comes from compiling space.hpp with the toolchain's\n"
+               "nvcc); a tuned.cuh with tuned rows is kept, since a tune wrote it. Every file is written atomically;\n"
+               "when anything would fail, nothing is changed.",
+               "ktune derive"};
+  cli::style(app);
   Options o;
-  try {
-    o = parse(args);
-  } catch (const std::exception& e) {
-    std::cerr << "ktune derive: " << e.what() << "\n";
-    return 2;
-  }
+  app.add_option("S.cu", o.source, "the original kernel S")->required();
+  app.add_option("--spec", o.spec, "spec.json of the op (docs/kernel-folder.md)")->required();
+  app.add_option("--name", o.op, "the op's name (lowercase identifier; the spec's \"op\")")->required();
+  app.add_option("--kernels", o.kernels_dir, "the folder that holds OP/ (default: kernels)");
+  app.add_option("--toolchain", o.toolchain,
+                 "the build's toolchain.json, for the space probe (default: the one this binary was built with)");
+  app.add_flag("--force", o.force, "replace derived files that differ from what S and the spec give now");
+  if (auto done = cli::parse(app, args)) return *done;
   auto fail = [](const std::string& why) {
     std::cerr << "ktune derive: " << why << "\n";
     return 1;

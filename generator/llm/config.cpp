@@ -11,7 +11,9 @@
 #include <map>
 #include <sstream>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace ktune::gen::llm {
 
@@ -282,100 +284,68 @@ nlohmann::json to_json(const ProviderConfig& c) {
   return j;
 }
 
-namespace {
-FlagParse parse_flags_once(const std::vector<std::string>& args, const ProviderConfig& base);
+void add_flags(CLI::App& app, FlagValues& values) {
+  auto add = [&](std::string_view flag, const std::string& type, const std::string& help) {
+    const std::string name(flag);
+    app.add_option_function<std::string>(name, [&values, name](const std::string& v) { values.emplace_back(name, v); },
+                                         help)
+        ->type_name(type)
+        ->group("LLM settings (flags over the --llm-config file over presets over defaults)");
+  };
+  add(provider_flag, "NAME", fmt::format("preset: {}", fmt::join(preset_names(), ", ")));
+  add(config_flag, "FILE", "JSON file with the settings below (keys as in generator/llm/README.md)");
+  for (const Setting& st : settings()) add(st.flag, "V", st.help);
 }
 
-FlagParse parse_flags(const std::vector<std::string>& args, const ProviderConfig& base) {
-  try {
-    return parse_flags_once(args, base);
-  } catch (const std::exception& e) {  // not expected; the promise is "never throws"
-    FlagParse out;
-    out.config = base;
-    out.error = fmt::format("cannot read the LLM flags: {}", e.what());
-    return out;
-  }
-}
-
-namespace {
-FlagParse parse_flags_once(const std::vector<std::string>& args, const ProviderConfig& base) {
+FlagParse resolve_flags(const FlagValues& values, const ProviderConfig& base) {
   FlagParse out;
   out.config = base;
-  // First pass: split into (flag, value) pairs and leftovers, so the layering does not depend on order.
-  std::vector<std::pair<std::string, std::string>> flags;
-  std::string preset, config_file;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (!a.starts_with("--llm-")) {
-      out.rest.push_back(a);
-      continue;
+  try {
+    std::string preset, config_file;
+    for (const auto& [flag, value] : values) {
+      if (flag == provider_flag) preset = value;
+      if (flag == config_flag) config_file = value;
     }
-    std::string flag = a, value;
-    bool has_value = false;
-    if (auto eq = a.find('='); eq != std::string::npos) {
-      flag = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      has_value = true;
-    }
-    if (flag != provider_flag && flag != config_flag && !find_flag(flag)) {
-      out.error = fmt::format("unknown flag {} (the LLM flags are:\n{})", flag, flags_usage());
-      return out;
-    }
-    if (!has_value) {
-      if (i + 1 >= args.size()) {
-        out.error = fmt::format("{} needs a value", flag);
+    nlohmann::json file = nlohmann::json::object();
+    if (!config_file.empty()) {
+      if (std::string e = read_json_file(config_file, file); !e.empty()) {
+        out.error = e;
         return out;
       }
-      value = args[++i];
+      // A preset named on the command line wins over the file's "provider"; the file's keys win over both.
+      if (auto it = file.find("provider"); it != file.end()) {
+        if (!it->is_string()) {
+          out.error = fmt::format("{}: \"provider\" must be a string", config_file);
+          return out;
+        }
+        if (preset.empty()) preset = it->get<std::string>();
+        file.erase(it);
+      }
     }
-    if (flag == provider_flag) preset = value;
-    else if (flag == config_flag) config_file = value;
-    else flags.emplace_back(flag, value);
-  }
-  nlohmann::json file = nlohmann::json::object();
-  if (!config_file.empty()) {
-    if (std::string e = read_json_file(config_file, file); !e.empty()) {
-      out.error = e;
-      return out;
-    }
-    // A preset named on the command line wins over the file's "provider"; the file's keys win over both.
-    if (auto it = file.find("provider"); it != file.end()) {
-      if (!it->is_string()) {
-        out.error = fmt::format("{}: \"provider\" must be a string", config_file);
+    if (!preset.empty()) {
+      if (std::string e = apply_preset(preset, out.config); !e.empty()) {
+        out.error = e;
         return out;
       }
-      if (preset.empty()) preset = it->get<std::string>();
-      file.erase(it);
     }
-  }
-  if (!preset.empty()) {
-    if (std::string e = apply_preset(preset, out.config); !e.empty()) {
-      out.error = e;
+    if (std::string e = apply_json(file, out.config); !e.empty()) {
+      out.error = fmt::format("{}: {}", config_file, e);
       return out;
     }
-  }
-  if (std::string e = apply_json(file, out.config); !e.empty()) {
-    out.error = fmt::format("{}: {}", config_file, e);
-    return out;
-  }
-  for (const auto& [flag, value] : flags) {
-    if (std::string e = find_flag(flag)->from_text(value, out.config); !e.empty()) {
-      out.error = fmt::format("{}: {}", flag, e);
-      return out;
+    for (const auto& [flag, value] : values) {
+      const Setting* setting = find_flag(flag);
+      if (!setting) continue;  // the preset and the file, applied above
+      if (std::string e = setting->from_text(value, out.config); !e.empty()) {
+        out.error = fmt::format("{}: {}", flag, e);
+        return out;
+      }
     }
+    if (std::string e = invalid_setting(out.config); !e.empty()) out.error = e;
+  } catch (const std::exception& e) {  // not expected; the promise is "never throws"
+    out.config = base;
+    out.error = fmt::format("cannot read the LLM flags: {}", e.what());
   }
-  if (std::string e = invalid_setting(out.config); !e.empty()) out.error = e;
   return out;
-}
-}  // namespace
-
-std::string flags_usage() {
-  std::string s = fmt::format("  {:<24} preset: {}\n", std::string(provider_flag) + " NAME",
-                              fmt::join(preset_names(), ", "));
-  s += fmt::format("  {:<24} JSON file with the settings below (keys as in generator/llm/README.md)\n",
-                   std::string(config_flag) + " FILE");
-  for (const Setting& st : settings()) s += fmt::format("  {:<24} {}\n", std::string(st.flag) + " V", st.help);
-  return s;
 }
 
 std::string invalid_setting(const ProviderConfig& c) {

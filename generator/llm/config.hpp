@@ -19,9 +19,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+namespace CLI {
+class App;
+}
 
 namespace ktune::gen::llm {
 
@@ -65,20 +70,23 @@ std::string load_config_file(const std::string& path, ProviderConfig& config);
 /// The whole configuration as JSON (for run records). Holds the key's variable name, never the key.
 nlohmann::json to_json(const ProviderConfig& config);
 
+/// The --llm-* flags as given on a command line, (flag, value) in the order the parser saw them.
+using FlagValues = std::vector<std::pair<std::string, std::string>>;
+
+/// Adds the --llm-* flags (--llm-provider, --llm-config and one per setting) to a command's parser, in a
+/// group of their own in its --help; what the user gives lands in `values` for resolve_flags.
+void add_flags(CLI::App& app, FlagValues& values);
+
 struct FlagParse {
   ProviderConfig config;
-  std::vector<std::string> rest;   ///< the arguments that are not --llm-* flags, in order
-  std::string error;               ///< non-empty: the first problem, naming the flag
+  std::string error;  ///< non-empty: the first problem, naming the flag
   bool ok() const { return error.empty(); }
 };
 
-/// Consumes the --llm-* flags (`--flag value` or `--flag=value`) from args. Layering: `base` <
-/// preset (--llm-provider, else the file's "provider") < the --llm-config file < the other flags,
-/// whatever their order on the command line. Never throws.
-FlagParse parse_flags(const std::vector<std::string>& args, const ProviderConfig& base = {});
-
-/// One line per flag, for a command's usage text.
-std::string flags_usage();
+/// The configuration the flags give. Layering: `base` < preset (--llm-provider, else the file's
+/// "provider") < the --llm-config file < the other flags, whatever their order on the command line.
+/// Never throws.
+FlagParse resolve_flags(const FlagValues& values, const ProviderConfig& base = {});
 
 /// Checks ranges and enumerations (token_field, positive limits, attempts >= 1 ...). "" when valid.
 std::string invalid_setting(const ProviderConfig& config);

@@ -5,14 +5,32 @@
 #include <cstdlib>
 #include <random>
 
+#include <CLI/CLI.hpp>
+
 #include "generator/llm/client.hpp"
 #include "generator/llm/config.hpp"
+#include "ktune/cli.hpp"
 
 namespace {
 
 using namespace ktune::gen::llm;
 
 const std::string config_file = std::string(KTUNE_TEST_DATA_DIR) + "/llm/config.json";
+
+/// A command that takes source files and the --llm-* flags, parsed as `ktune agent` parses them:
+/// the usage error, else the resolved configuration; `files` gets the positionals.
+FlagParse parse_flags(const std::vector<std::string>& args, std::vector<std::string>* files = nullptr) {
+  CLI::App app{"", "ktune test"};
+  ktune::cli::style(app);
+  std::vector<std::string> positional;
+  app.add_option("files", positional);
+  FlagValues values;
+  add_flags(app, values);
+  const ktune::cli::Parsed parsed = ktune::cli::parse_args(app, args);
+  if (files) *files = positional;
+  if (!parsed.error.empty()) return {{}, parsed.error};
+  return resolve_flags(values);
+}
 
 TEST(LlmConfig, DefaultsArePlausible) {
   const ProviderConfig c;
@@ -50,10 +68,11 @@ TEST(LlmConfig, PresetsSetEndpointAndTokenField) {
 
 TEST(LlmConfig, FileOverDefaultsAndFlagsOverFile) {
   // Defaults alone.
-  FlagParse none = parse_flags({"kernel.cu"});
+  std::vector<std::string> files;
+  FlagParse none = parse_flags({"kernel.cu"}, &files);
   ASSERT_TRUE(none.ok()) << none.error;
   EXPECT_EQ(none.config.max_tokens, ProviderConfig{}.max_tokens);
-  EXPECT_EQ(none.rest, std::vector<std::string>{"kernel.cu"});
+  EXPECT_EQ(files, std::vector<std::string>{"kernel.cu"});
 
   // The file over the defaults (and its "provider" preset under its own keys).
   FlagParse file = parse_flags({"--llm-config", config_file});
@@ -67,10 +86,12 @@ TEST(LlmConfig, FileOverDefaultsAndFlagsOverFile) {
   EXPECT_EQ(file.config.stall_timeout_s, 30);
   EXPECT_EQ(file.config.total_timeout_s, 600);  // untouched default
 
-  // Flags over the file, whatever their order; --flag=value and --flag value; leftovers kept in order.
-  FlagParse flags = parse_flags({"a.cu", "--llm-model", "flag-model", "--spec", "s.json", "--llm-config=" + config_file,
+  // Flags over the file, whatever their order; --flag=value and --flag value; the command's own arguments
+  // in between.
+  FlagParse flags = parse_flags({"a.cu", "--llm-model", "flag-model", "b.cu", "--llm-config=" + config_file,
                                  "--llm-max-tokens=1000", "--llm-json-mode", "0", "--llm-seed", "42",
-                                 "--llm-total-timeout", "90.5", "--llm-temperature", ""});
+                                 "--llm-total-timeout", "90.5", "--llm-temperature", ""},
+                                &files);
   ASSERT_TRUE(flags.ok()) << flags.error;
   EXPECT_EQ(flags.config.model, "flag-model");
   EXPECT_EQ(flags.config.max_tokens, 1000);
@@ -79,7 +100,7 @@ TEST(LlmConfig, FileOverDefaultsAndFlagsOverFile) {
   EXPECT_DOUBLE_EQ(flags.config.total_timeout_s, 90.5);
   EXPECT_FALSE(flags.config.temperature.has_value());  // '' unsets what the file set
   EXPECT_EQ(flags.config.base_url, "https://api.deepseek.com");
-  EXPECT_EQ(flags.rest, (std::vector<std::string>{"a.cu", "--spec", "s.json"}));
+  EXPECT_EQ(files, (std::vector<std::string>{"a.cu", "b.cu"}));
 
   // A preset flag wins over the file's "provider", the file's own keys win over the preset.
   FlagParse preset = parse_flags({"--llm-config", config_file, "--llm-provider", "openai"});
@@ -97,7 +118,8 @@ TEST(LlmConfig, FileOverDefaultsAndFlagsOverFile) {
 
 TEST(LlmConfig, BadInputIsAMessageNotAnException) {
   auto error = [](const std::vector<std::string>& args) { return parse_flags(args).error; };
-  EXPECT_NE(error({"--llm-modle", "x"}).find("unknown flag --llm-modle"), std::string::npos);
+  EXPECT_NE(error({"--llm-modle", "x"}).find("unknown option --llm-modle (did you mean --llm-model?)"), std::string::npos)
+      << error({"--llm-modle", "x"});
   EXPECT_NE(error({"--llm-model"}).find("--llm-model needs a value"), std::string::npos);
   EXPECT_NE(error({"--llm-max-tokens", "many"}).find("--llm-max-tokens: 'many' is not an integer"), std::string::npos);
   EXPECT_NE(error({"--llm-max-tokens", "99999999999"}).find("out of range"), std::string::npos);
@@ -113,8 +135,10 @@ TEST(LlmConfig, BadInputIsAMessageNotAnException) {
   EXPECT_NE(apply_json({{"max_tokens", "5"}}, c).find("must be an integer"), std::string::npos);
   EXPECT_NE(apply_json({{"json_mode", 1}}, c).find("true or false"), std::string::npos);
   EXPECT_NE(apply_json(nlohmann::json::array(), c).find("JSON object"), std::string::npos);
-  EXPECT_FALSE(flags_usage().empty());
-  EXPECT_NE(flags_usage().find("--llm-total-timeout"), std::string::npos);
+  CLI::App app{"", "ktune test"};
+  FlagValues values;
+  add_flags(app, values);
+  EXPECT_NE(app.help().find("--llm-total-timeout"), std::string::npos) << app.help();
 }
 
 TEST(LlmConfig, MissingSettingNamesIt) {

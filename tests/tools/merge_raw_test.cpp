@@ -12,13 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "ktune/commands.hpp"
+#include "ktune/cli.hpp"
 #include "ktune/io.hpp"
 #include "ktune/merge_raw.hpp"
 
 namespace {
 
 using namespace ktune::tool;
+using ktune::cli::run_ktune;
 using ojson = nlohmann::ordered_json;
 
 /// A fresh temporary folder per test, removed at the end.

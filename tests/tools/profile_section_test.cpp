@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "ktune/commands.hpp"
+#include "ktune/cli.hpp"
 #include "ktune/io.hpp"
 #include "ktune/profile_section.hpp"
 #include "ktune/report.hpp"
@@ -18,6 +18,7 @@
 namespace {
 
 using namespace ktune::tool;
+using ktune::cli::run_ktune;
 namespace fs = std::filesystem;
 
 ShapeResult shape(std::int64_t tokens, std::int64_t d, const std::string& winner) {

@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "ktune/commands.hpp"
+#include "ktune/cli.hpp"
 #include "ktune/io.hpp"
 #include "ktune/raw.hpp"
 #include "ktune/report.hpp"
@@ -16,6 +16,7 @@
 namespace {
 
 using namespace ktune::tool;
+using ktune::cli::run_ktune;
 namespace fs = std::filesystem;
 
 int count(const std::string& text, const std::string& what) {

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "ktune/commands.hpp"
+#include "ktune/cli.hpp"
 #include "ktune/io.hpp"
 #include "ktune/raw.hpp"
 #include "ktune/results.hpp"
@@ -19,6 +19,7 @@
 namespace {
 
 using namespace ktune::tool;
+using ktune::cli::run_ktune;
 using ojson = nlohmann::ordered_json;
 
 struct Timing {

@@ -12,7 +12,7 @@
 
 #include <unistd.h>
 
-#include "ktune/commands.hpp"
+#include "ktune/cli.hpp"
 #include "ktune/io.hpp"
 #include "ktune/raw.hpp"
 #include "ktune/regret.hpp"
@@ -24,6 +24,7 @@
 namespace {
 
 using namespace ktune::tool;
+using ktune::cli::run_ktune;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 

@@ -6,13 +6,14 @@
 
 #include <unistd.h>
 
-#include "ktune/commands.hpp"
+#include "ktune/cli.hpp"
 #include "ktune/io.hpp"
 #include "ktune/tables.hpp"
 
 namespace {
 
 using namespace ktune::tool;
+using ktune::cli::run_ktune;
 namespace fs = std::filesystem;
 
 TEST(ToolTables, TokenBucketsEndAtGeometricMidpoints) {

@@ -1,5 +1,7 @@
 #include "commands.hpp"
 
+#include "cli.hpp"
+
 #include <fmt/format.h>
 
 #include <unistd.h>
@@ -29,87 +31,6 @@ namespace ktune::tool {
 
 namespace {
 
-constexpr const char* main_help =
-    "ktune " KTUNE_TOOL_VERSION ": the host side of `make tune`\n"
-    "\n"
-    "usage: ktune <command> [options]     ktune <command> --help\n"
-    "\n"
-    "commands:\n"
-    "  list [op]      a kernel's space per dtype and architecture: total, feasible, pruned per rule\n"
-    "  gen            the generated translation units: every op's feasible variants in shards (as the build does)\n"
-    "  run            the benchmark sweep on this GPU (runs ktune_bench; tools/tune.sh run adds the retest)\n"
-    "  select         Google Benchmark JSON -> retest candidates (--topk) or reports/<gpu>/<op>.json + .t4.json\n"
-    "  merge-raw      the slices' Google Benchmark JSON (one per GPU or cluster task) -> one file for select\n"
-    "                 (ktune merge-raw --out OUT [--names FILE] IN...)\n"
-    "  tables         reports/*/<op>.json -> kernels/<op>/tuned.cuh (--check: fail if out of date)\n"
-    "  report         reports/*/<op>.json -> reports/<gpu>/<op>.{md,html} and index.{md,html} (--check)\n"
-    "  compare A B    two tunes shape by shape: winners held or within band, run-to-run variation of the winner's\n"
-    "                 time (--attach: the reports' run-to-run section)\n"
-    "  profile <op>   CUPTI metrics and findings of one op's variants on this GPU (runs ktune_profile:\n"
-    "                 ktune profile <op> [--variant ID|original|all] [--shape DIM=V,...] [--dtype T] [--json F])\n"
-    "  profile-plan   reports/<gpu>/<op>.json -> the calls `ktune_profile --plan` profiles (S and the winners)\n"
-    "  profile-attach ktune_profile's JSON -> the \"profile\" section of reports/<gpu>/<op>.json\n"
-    "  derive S.cu    the parts of kernels/OP/ that follow from S and its spec (all but space.hpp and family.cuh)\n"
-    "                 (ktune derive S.cu --spec SPEC.json --name OP; see ktune derive --help)\n"
-    "  agent S.cu     stage 1: an LLM writes a tunable family of S, judged and tuned here round by round\n"
-    "                 (ktune agent S.cu --spec SPEC.json --name OP; see ktune agent --help)\n"
-    "\n"
-    "exit codes: 0 ok, 1 failure, 2 usage error\n";
-
-/// A minimal option parser: --name value, --name=value, --flag, and positionals.
-class Args {
- public:
-  Args(const std::vector<std::string>& args, const std::set<std::string>& flags, const std::set<std::string>& options,
-       const std::set<std::string>& multi = {}) {
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      std::string a = args[i];
-      if (a.rfind("--", 0) != 0 || a == "--") {
-        positional_.push_back(a);
-        continue;
-      }
-      std::string value;
-      bool has_value = false;
-      if (auto eq = a.find('='); eq != std::string::npos) {
-        value = a.substr(eq + 1);
-        a = a.substr(0, eq);
-        has_value = true;
-      }
-      const std::string name = a.substr(2);
-      if (flags.count(name)) {
-        if (has_value) throw usage_error("--" + name + " takes no value");
-        flags_.insert(name);
-      } else if (options.count(name) || multi.count(name)) {
-        if (!has_value) {
-          if (i + 1 >= args.size()) throw usage_error("--" + name + " needs a value");
-          value = args[++i];
-        }
-        values_[name].push_back(value);
-        // A multi-valued option takes every following argument up to the next option.
-        if (multi.count(name))
-          while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) values_[name].push_back(args[++i]);
-      } else {
-        throw usage_error("unknown option --" + name);
-      }
-    }
-  }
-  bool flag(const std::string& n) const { return flags_.count(n) > 0; }
-  std::string get(const std::string& n, const std::string& fallback) const {
-    auto it = values_.find(n);
-    return it == values_.end() ? fallback : it->second.back();
-  }
-  std::vector<std::string> all(const std::string& n) const {
-    auto it = values_.find(n);
-    return it == values_.end() ? std::vector<std::string>{} : it->second;
-  }
-  bool has(const std::string& n) const { return values_.count(n) > 0; }
-  const std::vector<std::string>& positional() const { return positional_; }
-
- private:
-  std::set<std::string> flags_;
-  std::map<std::string, std::vector<std::string>> values_;
-  std::vector<std::string> positional_;
-};
-
 int parse_int(const std::string& s, const std::string& what) {
   try {
     std::size_t n = 0;
@@ -119,11 +40,6 @@ int parse_int(const std::string& s, const std::string& what) {
   } catch (...) {
     throw usage_error(what + " must be an integer, not '" + s + "'");
   }
-}
-
-bool wants_help(const std::vector<std::string>& args) {
-  return std::find(args.begin(), args.end(), "--help") != args.end() ||
-         std::find(args.begin(), args.end(), "-h") != args.end();
 }
 
 /// Progress on stderr with an ETA, at most every half second (plus the last step).
@@ -152,20 +68,22 @@ class Progress {
 // ---- list -----------------------------------------------------------------------------------------
 
 int cmd_list(const std::vector<std::string>& argv) {
-  if (wants_help(argv)) {
-    fmt::print(
-        "usage: ktune list [op] [--arch SM] [--dtype fp32|fp16|bf16] [--points]\n"
-        "\n"
-        "Prints each kernel's space θ (parameters and candidate values), then per dtype the total number of\n"
-        "points, how many are feasible for the architecture (default sm_90), and how many each feasibility rule\n"
-        "pruned (the rule's own text). --points also lists every point with its verdict.\n"
-        "Known ops (compiled into this binary from kernels/*/space.hpp):");
-    for (const SpaceInfo& s : known_spaces()) fmt::print(" {}", s.op);
-    fmt::print("{}\n", known_spaces().empty() ? " none" : "");
-    return exit_ok;
-  }
-  const Args a(argv, {"points"}, {"arch", "dtype"});
-  const int arch = parse_int(a.get("arch", "90"), "--arch");
+  std::string known;
+  for (const SpaceInfo& s : known_spaces()) known += " " + s.op;
+  CLI::App app{"Prints each kernel's space θ (parameters and candidate values), then per dtype the total number of\n"
+               "points, how many are feasible for the architecture, and how many each feasibility rule pruned (the\n"
+               "rule's own text). Known ops (compiled into this binary from kernels/*/space.hpp):" +
+                   (known.empty() ? std::string(" none") : known),
+               "ktune list"};
+  cli::style(app);
+  std::string only, dtype_name;
+  int arch = 90;
+  bool points = false;
+  app.add_option("op", only, "only this op");
+  app.add_option("--arch", arch, "the architecture, as SM (default 90)");
+  app.add_option("--dtype", dtype_name, "only this dtype: fp32, fp16 or bf16");
+  app.add_flag("--points", points, "also list every point with its verdict");
+  if (auto done = cli::parse(app, argv)) return *done;
   const ArchLimits limits = arch_limits(arch);
   if (!limits.known()) {
     std::string known;
@@ -173,13 +91,11 @@ int cmd_list(const std::vector<std::string>& argv) {
     throw usage_error(fmt::format("--arch {} has no row in ktune/arch.hpp (known:{})", arch, known));
   }
   std::vector<DType> dtypes(std::begin(all_dtypes), std::end(all_dtypes));
-  if (a.has("dtype")) {
+  if (!dtype_name.empty()) {
     DType t{};
-    if (!parse_dtype(a.get("dtype", ""), t)) throw usage_error("--dtype must be fp32, fp16 or bf16");
+    if (!parse_dtype(dtype_name, t)) throw usage_error("--dtype must be fp32, fp16 or bf16");
     dtypes = {t};
   }
-  if (a.positional().size() > 1) throw usage_error("ktune list takes at most one op");
-  const std::string only = a.positional().empty() ? "" : a.positional().front();
   bool found = false;
   for (const SpaceInfo& s : known_spaces()) {
     if (!only.empty() && s.op != only) continue;
@@ -197,7 +113,7 @@ int cmd_list(const std::vector<std::string>& argv) {
       fmt::print("  sm_{} {}: {} points, {} feasible, {} pruned (unaligned fallback {})\n", arch, name(t), l.total, l.feasible,
                  l.total - l.feasible, s.unaligned_id(size_of(t)));
       for (const auto& [rule, n] : l.pruned) fmt::print("    {:>6} pruned by: {}\n", n, rule);
-      if (a.flag("points"))
+      if (points)
         for (const PointInfo& p : l.points) fmt::print("    {} {}\n", p.id, p.rule.empty() ? "feasible" : "pruned: " + p.rule);
     }
   }
@@ -214,33 +130,35 @@ int cmd_list(const std::vector<std::string>& argv) {
 // ---- select ---------------------------------------------------------------------------------------
 
 int cmd_select(const std::vector<std::string>& argv) {
-  if (wants_help(argv)) {
-    fmt::print(
-        "usage: ktune select --raw FILE... [--topk K --candidates OUT] [--kernels DIR] [--results DIR]\n"
-        "                    [--build-json FILE]\n"
-        "\n"
-        "Reads Google Benchmark JSON written by ktune_bench (sweep and, later, retest runs), excludes the variants\n"
-        "that failed the correctness gate or the device check (listed with their error), and per (op, dtype, shape)\n"
-        "ranks the correct variants.\n"
-        "  --topk K --candidates OUT  write the retest candidates (S, the top K by sweep time and the general\n"
-        "                             configuration per shape) for `ktune_bench --retest OUT`; nothing else.\n"
-        "  otherwise                  write the normalised results <results>/<gpu>/<op>.json (docs/results-schema.md)\n"
-        "                             and the Kernel Tuner T4 export <op>.t4.json beside it.\n"
-        "  --kernels DIR   kernel folders with spec.json (default: where the build found each op: kernels/ and the\n"
-        "                  KTUNE_KERNEL_ROOTS folders)\n"
-        "  --results DIR   where results go (default: reports)\n"
-        "  --build-json F  build record kept in the results for the report (default: build/ktune-build.json if\n"
-        "                  present; none: no record)\n"
-        "Later files override earlier ones for the same benchmark and mode, so a resumed run is given last.\n");
-    return exit_ok;
-  }
-  const Args a(argv, {}, {"topk", "candidates", "kernels", "results", "build-json"}, {"raw"});
-  std::vector<std::string> raw = a.all("raw");
-  for (const std::string& p : a.positional()) raw.push_back(p);
+  CLI::App app{"Reads Google Benchmark JSON written by ktune_bench (sweep and, later, retest runs), excludes the variants\n"
+               "that failed the correctness gate or the device check (listed with their error), and per (op, dtype,\n"
+               "shape) ranks the correct variants. With --topk K --candidates OUT it writes the retest candidates (S,\n"
+               "the top K by sweep time and the general configuration per shape) for `ktune_bench --retest OUT` and\n"
+               "nothing else; otherwise the normalised results <results>/<gpu>/<op>.json (docs/results-schema.md) and\n"
+               "the Kernel Tuner T4 export <op>.t4.json beside it. Later files override earlier ones for the same\n"
+               "benchmark and mode, so a resumed run is given last.",
+               "ktune select"};
+  cli::style(app);
+  std::vector<std::string> raw, files_after;
+  std::string candidates, kernels, results_dir = "reports", build_path = "build/ktune-build.json";
+  int topk = 0;
+  app.add_option("--raw", raw, "the raw files, in order")->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("files", files_after, "more raw files");
+  auto* topk_opt = app.add_option("--topk", topk, "retest candidates: the top K by sweep time per shape")
+                       ->check(CLI::PositiveNumber);
+  auto* candidates_opt = app.add_option("--candidates", candidates, "where the retest candidates go");
+  topk_opt->needs(candidates_opt);
+  candidates_opt->needs(topk_opt);
+  app.add_option("--kernels", kernels,
+                 "kernel folders with spec.json (default: where the build found each op: kernels/ and the "
+                 "KTUNE_KERNEL_ROOTS folders)");
+  app.add_option("--results", results_dir, "where results go (default: reports)");
+  auto* build_opt = app.add_option("--build-json", build_path,
+                                   "build record kept in the results for the report (default: build/ktune-build.json "
+                                   "if present; none: no record)");
+  if (auto done = cli::parse(app, argv)) return *done;
+  raw.insert(raw.end(), files_after.begin(), files_after.end());
   if (raw.empty()) throw usage_error("ktune select needs --raw FILE... (see --help)");
-  if (a.has("topk") != a.has("candidates")) throw usage_error("--topk and --candidates go together");
-  const int topk = a.has("topk") ? parse_int(a.get("topk", "5"), "--topk") : 0;
-  if (a.has("topk") && topk < 1) throw usage_error("--topk must be at least 1");
 
   std::vector<RawFile> files;
   Progress progress("ktune select: read", raw.size());
@@ -249,7 +167,7 @@ int cmd_select(const std::vector<std::string>& argv) {
     progress.step(i + 1, raw[i]);
   }
   std::vector<std::string> warnings;
-  std::vector<Selection> selections = build_selections(files, a.get("kernels", ""), warnings);
+  std::vector<Selection> selections = build_selections(files, kernels, warnings);
   for (const std::string& w : warnings) fmt::print(stderr, "ktune select: warning: {}\n", w);
   if (selections.empty()) {
     fmt::print(stderr, "ktune select: no kernel benchmarks in the inputs\n");
@@ -267,13 +185,11 @@ int cmd_select(const std::vector<std::string>& argv) {
 
   if (topk > 0) {
     const auto cand = candidates_json(selections, topk);
-    write_atomic(a.get("candidates", ""), dump_json(cand, 3));
-    fmt::print("ktune select: {} retest candidate groups (top {}) -> {}\n", cand["candidates"].size(), topk,
-               a.get("candidates", ""));
+    write_atomic(candidates, dump_json(cand, 3));
+    fmt::print("ktune select: {} retest candidate groups (top {}) -> {}\n", cand["candidates"].size(), topk, candidates);
     return exit_ok;
   }
 
-  const std::string build_path = a.get("build-json", "build/ktune-build.json");
   nlohmann::ordered_json build;
   if (build_path == "none") {
     // explicitly no build record
@@ -283,10 +199,9 @@ int cmd_select(const std::vector<std::string>& argv) {
     } catch (const nlohmann::json::exception& e) {
       throw ToolError(build_path + ": not valid JSON: " + e.what());
     }
-  } else if (a.has("build-json")) {
+  } else if (build_opt->count()) {
     throw ToolError(build_path + " does not exist");
   }
-  const std::string results_dir = a.get("results", "reports");
   for (Selection& s : selections) {
     s.build = build;
     const std::string path = results_path(results_dir, s.gpu_slug, s.op);
@@ -310,23 +225,19 @@ int cmd_select(const std::vector<std::string>& argv) {
 // ---- tables ---------------------------------------------------------------------------------------
 
 int cmd_tables(const std::vector<std::string>& argv) {
-  if (wants_help(argv)) {
-    fmt::print(
-        "usage: ktune tables [--results DIR] [--kernels DIR] [--check]\n"
-        "\n"
-        "Writes kernels/<op>/tuned.cuh for every op that has results files (<results>/<gpu>/<op>.json): per\n"
-        "architecture, device and dtype, token-count and width buckets -> variant, the general configuration as\n"
-        "fallback, the space hash and per-entry provenance. Deterministic; written atomically.\n"
-        "  --results DIR   default: reports\n"
-        "  --kernels DIR   default: where the build found each op (kernels/ and the KTUNE_KERNEL_ROOTS folders;\n"
-        "                  the op's folder must exist)\n"
-        "  --check         regenerate in memory and fail (exit 1) if any file differs\n");
-    return exit_ok;
-  }
-  const Args a(argv, {"check"}, {"results", "kernels"});
-  if (!a.positional().empty()) throw usage_error("ktune tables takes no positional arguments");
-  const std::string results_dir = a.get("results", "reports");
-  const std::string kernels_dir = a.get("kernels", "");
+  CLI::App app{"Writes kernels/<op>/tuned.cuh for every op that has results files (<results>/<gpu>/<op>.json): per\n"
+               "architecture, device and dtype, token-count and width buckets -> variant, the general configuration as\n"
+               "fallback, the space hash and per-entry provenance. Deterministic; written atomically.",
+               "ktune tables"};
+  cli::style(app);
+  std::string results_dir = "reports", kernels_dir;
+  bool check = false;
+  app.add_option("--results", results_dir, "default: reports");
+  app.add_option("--kernels", kernels_dir,
+                 "default: where the build found each op (kernels/ and the KTUNE_KERNEL_ROOTS folders; the op's "
+                 "folder must exist)");
+  app.add_flag("--check", check, "regenerate in memory and fail (exit 1) if any file differs");
+  if (auto done = cli::parse(app, argv)) return *done;
   const auto all = load_all_results(results_dir);
   if (all.empty()) {
     fmt::print("ktune tables: no results files under {}; nothing to do\n", results_dir);
@@ -347,7 +258,7 @@ int cmd_tables(const std::vector<std::string>& argv) {
                        r.label, r.selection.space_hash, s.hash);
     const std::string text = generate_table(op, inputs);
     const std::string path = join_path(dir, "tuned.cuh");
-    if (a.flag("check")) {
+    if (check) {
       const bool same = file_exists(path) && read_file(path) == text;
       if (!same) {
         ++stale;
@@ -366,20 +277,17 @@ int cmd_tables(const std::vector<std::string>& argv) {
 // ---- report ---------------------------------------------------------------------------------------
 
 int cmd_report(const std::vector<std::string>& argv) {
-  if (wants_help(argv)) {
-    fmt::print(
-        "usage: ktune report [--results DIR] [--check]\n"
-        "\n"
-        "From the results files <results>/<gpu>/<op>.json writes <op>.md and a self-contained <op>.html (inline SVG:\n"
-        "speedup over S, % of copy ceiling, general configuration vs per-shape best, chosen θ per shape; excluded\n"
-        "variants, noise band, cost, and the command that reproduces each row), and index.{{md,html}} per GPU.\n"
-        "  --results DIR   default: reports\n"
-        "  --check         regenerate in memory and fail (exit 1) if any file differs\n");
-    return exit_ok;
-  }
-  const Args a(argv, {"check"}, {"results"});
-  if (!a.positional().empty()) throw usage_error("ktune report takes no positional arguments");
-  const std::string results_dir = a.get("results", "reports");
+  CLI::App app{"From the results files <results>/<gpu>/<op>.json writes <op>.md and a self-contained <op>.html (inline\n"
+               "SVG: speedup over S, % of copy ceiling, general configuration vs per-shape best, chosen θ per shape;\n"
+               "excluded variants, noise band, cost, and the command that reproduces each row), and index.{md,html}\n"
+               "per GPU.",
+               "ktune report"};
+  cli::style(app);
+  std::string results_dir = "reports";
+  bool check = false;
+  app.add_option("--results", results_dir, "default: reports");
+  app.add_flag("--check", check, "regenerate in memory and fail (exit 1) if any file differs");
+  if (auto done = cli::parse(app, argv)) return *done;
   const auto all = load_all_results(results_dir);
   if (all.empty()) {
     fmt::print("ktune report: no results files under {}; nothing to do\n", results_dir);
@@ -401,7 +309,7 @@ int cmd_report(const std::vector<std::string>& argv) {
   }
   int stale = 0;
   for (const auto& [path, text] : outputs) {
-    if (a.flag("check")) {
+    if (check) {
       if (!file_exists(path) || read_file(path) != text) {
         ++stale;
         fmt::print(stderr, "ktune report --check: {} is out of date: run `ktune report --results {}`\n", path, results_dir);
@@ -410,7 +318,7 @@ int cmd_report(const std::vector<std::string>& argv) {
       fmt::print("{} {}\n", path, write_atomic(path, text) ? "written" : "unchanged");
     }
   }
-  if (a.flag("check") && !stale) fmt::print("ktune report --check: {} files up to date\n", outputs.size());
+  if (check && !stale) fmt::print("ktune report --check: {} files up to date\n", outputs.size());
   return stale ? exit_failure : exit_ok;
 }
 
@@ -434,58 +342,53 @@ std::filesystem::path find_sibling(const std::string& name, const std::string& b
   throw ToolError("could not run " + tool.string() + ": " + std::strerror(errno), exit_failure);
 }
 
-constexpr const char* profile_help =
-    "usage: ktune profile <op> [--variant ID|original|all] [--shape DIM=V,...] [--dtype T] [--json F] [ktune_profile options]\n"
-    "\n"
-    "Runs ktune_profile (found beside ktune or in the build's tools/profile/) for one op on this GPU: CUPTI metrics\n"
-    "and the diagnosis findings of S and the variants asked for. `ktune profile <op> --help` lists ktune_profile's\n"
-    "own options; `ktune profile-plan` and `ktune profile-attach` profile the winners of a tune.\n";
-
-[[noreturn]] void cmd_profile(const std::vector<std::string>& args) {
-  if (args.empty() || args[0].rfind("-", 0) == 0)
-    throw usage_error("profile needs the op first: ktune profile <op> [ktune_profile options] (ktune_profile --help)");
+int cmd_profile(const std::vector<std::string>& args) {
+  // Everything after the op is ktune_profile's own (`ktune profile <op> --help` lists it); this parser
+  // reads only a call without the op.
+  if (args.empty() || args[0].rfind("-", 0) == 0) {
+    CLI::App app{"Runs ktune_profile (found beside ktune or in the build's tools/profile/) for one op on this GPU:\n"
+                 "CUPTI metrics and the diagnosis findings of S and the variants asked for, e.g. --variant ID|original|all\n"
+                 "--shape DIM=V,... --dtype T --json F. `ktune profile <op> --help` lists ktune_profile's own options;\n"
+                 "`ktune profile-plan` and `ktune profile-attach` profile the winners of a tune.",
+                 "ktune profile"};
+    cli::style(app);
+    std::string op;
+    app.add_option("op", op, "the op, then ktune_profile's options")->required();
+    if (auto done = cli::parse(app, args)) return *done;
+  }
   std::vector<std::string> forwarded = {"--op", args[0]};
   forwarded.insert(forwarded.end(), args.begin() + 1, args.end());
   exec_tool(find_sibling("ktune_profile", "profile"), forwarded);
 }
 
-[[noreturn]] void cmd_run(const std::vector<std::string>& args) { exec_tool(find_sibling("ktune_bench", "bench"), args); }
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::size_t from = 0;
-  for (std::size_t at; (at = s.find(sep, from)) != std::string::npos; from = at + 1) out.push_back(s.substr(from, at - from));
-  out.push_back(s.substr(from));
-  return out;
-}
+int cmd_run(const std::vector<std::string>& args) { exec_tool(find_sibling("ktune_bench", "bench"), args); }
 
 int cmd_gen(const std::vector<std::string>& argv) {
-  if (wants_help(argv)) {
-    fmt::print(
-        "usage: ktune gen --out DIR [--archs 90,...] [--shards N] [--templates DIR] [op...]\n"
-        "\n"
-        "Writes the generated translation units the build compiles (cmake/KtuneVariants.cmake makes the same\n"
-        "files in <build>/generated/): per op and architecture, N shard units from bench/shard.cu.in (shard k\n"
-        "instantiates feasible points k, k+N, ... for fp32, fp16 and bf16) and one unit for the original kernel\n"
-        "from bench/original.cu.in, as DIR/<op>/sm<arch>_shard<k>.cu and DIR/<op>/sm<arch>_original.cu.\n"
-        "Deterministic; prints how many variants each shard holds per dtype.\n");
-    return exit_ok;
-  }
-  const Args a(argv, {}, {"out", "archs", "shards", "templates"});
-  if (!a.has("out")) throw usage_error("ktune gen needs --out DIR");
-  const std::string out = a.get("out", "");
-  const std::string templates = a.get("templates", "bench");
-  const int shards = parse_int(a.get("shards", "8"), "--shards");
-  if (shards < 1) throw usage_error("--shards must be at least 1");
+  CLI::App app{"Writes the generated translation units the build compiles (cmake/KtuneVariants.cmake makes the same\n"
+               "files in <build>/generated/): per op and architecture, N shard units from bench/shard.cu.in (shard k\n"
+               "instantiates feasible points k, k+N, ... for fp32, fp16 and bf16) and one unit for the original kernel\n"
+               "from bench/original.cu.in, as DIR/<op>/sm<arch>_shard<k>.cu and DIR/<op>/sm<arch>_original.cu.\n"
+               "Deterministic; prints how many variants each shard holds per dtype.",
+               "ktune gen"};
+  cli::style(app);
+  std::string out, templates = "bench", arch_list = "90";
+  std::vector<std::string> ops;
+  int shards = 8;
+  app.add_option("ops", ops, "only these ops (default: every op compiled into this binary)");
+  app.add_option("--out", out, "where the units go")->required();
+  app.add_option("--archs", arch_list, "architectures, as SM,SM,... (default 90)");
+  app.add_option("--shards", shards, "shard units per op and architecture (default 8)")->check(CLI::PositiveNumber);
+  app.add_option("--templates", templates, "the folder of shard.cu.in and original.cu.in (default: bench)");
+  if (auto done = cli::parse(app, argv)) return *done;
   std::vector<int> archs;
-  for (const std::string& s : split(a.get("archs", "90"), ',')) {
+  for (const std::string& s : cli::split_list(arch_list)) {
     const int arch = parse_int(s, "--archs");
     if (!arch_limits(arch).known()) throw usage_error("--archs: sm_" + s + " has no row in ktune/arch.hpp");
     archs.push_back(arch);
   }
   const std::string shard_in = read_file(join_path(templates, "shard.cu.in"));
   const std::string original_in = read_file(join_path(templates, "original.cu.in"));
-  std::set<std::string> only(a.positional().begin(), a.positional().end());
+  std::set<std::string> only(ops.begin(), ops.end());
   int written = 0;
   for (const SpaceInfo& sp : known_spaces()) {
     if (!only.empty() && !only.count(sp.op)) continue;
@@ -518,45 +421,6 @@ int cmd_gen(const std::vector<std::string>& argv) {
   if (!only.empty()) throw usage_error("unknown op '" + *only.begin() + "' (ktune list shows the known ones)");
   fmt::print("ktune gen: {} units in {}\n", written, out);
   return exit_ok;
-}
-
-// ---- dispatch -------------------------------------------------------------------------------------
-
-int run_ktune(const std::vector<std::string>& args) {
-  try {
-    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-      fmt::print("{}", main_help);
-      return args.empty() ? exit_usage : exit_ok;
-    }
-    if (args[0] == "--version") {
-      fmt::print("ktune {}\n", KTUNE_TOOL_VERSION);
-      return exit_ok;
-    }
-    const std::vector<std::string> rest(args.begin() + 1, args.end());
-    if (args[0] == "list") return cmd_list(rest);
-    if (args[0] == "select") return cmd_select(rest);
-    if (args[0] == "merge-raw") return cmd_merge_raw(rest);
-    if (args[0] == "tables") return cmd_tables(rest);
-    if (args[0] == "report") return cmd_report(rest);
-    if (args[0] == "gen") return cmd_gen(rest);
-    if (args[0] == "run") cmd_run(rest);
-    if (args[0] == "compare") return cmd_compare(rest);
-    if (args[0] == "profile" && !rest.empty() && (rest[0] == "--help" || rest[0] == "-h")) {
-      fmt::print("{}", profile_help);  // every command answers --help (issue 9: this one exited 2)
-      return exit_ok;
-    }
-    if (args[0] == "profile") cmd_profile(rest);
-    if (args[0] == "profile-plan") return cmd_profile_plan(rest);
-    if (args[0] == "profile-attach") return cmd_profile_attach(rest);
-    throw usage_error("unknown command '" + args[0] + "'");
-  } catch (const ToolError& e) {
-    fmt::print(stderr, "ktune: {}\n", e.what());
-    if (e.code() == exit_usage) fmt::print(stderr, "(ktune --help lists the commands; ktune <command> --help their options)\n");
-    return e.code();
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "ktune: {}\n", e.what());
-    return exit_failure;
-  }
 }
 
 }  // namespace ktune::tool

@@ -1,16 +1,8 @@
-// The `ktune` command line: see `ktune --help` and tools/ktune/commands.cpp.
+// The `ktune` executable: the command table (tools/ktune/cli.hpp) and nothing else. The generator's
+// commands join the table from generator/subcommands.cpp, which the build links into this executable.
 #include <string>
 #include <vector>
 
-#include "commands.hpp"
-#include "generator/agent.hpp"
-#include "generator/derive/command.hpp"
+#include "cli.hpp"
 
-int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  // `ktune agent` and `ktune derive` live in the generator library, which builds on the tool's core (not the
-  // other way).
-  if (!args.empty() && args[0] == "agent") return ktune::gen::agent_command({args.begin() + 1, args.end()});
-  if (!args.empty() && args[0] == "derive") return ktune::gen::derive_command({args.begin() + 1, args.end()});
-  return ktune::tool::run_ktune(args);
-}
+int main(int argc, char** argv) { return ktune::cli::run_ktune(std::vector<std::string>(argv + 1, argv + argc)); }

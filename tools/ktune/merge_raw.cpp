@@ -3,6 +3,9 @@
 // times overlap (the largest is the run's), and each slice's own copy ceiling and seed are kept by index.
 #include "merge_raw.hpp"
 
+#include "cli.hpp"
+#include "commands.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -154,49 +157,26 @@ ojson merge_raw(const std::vector<RawInput>& inputs, const std::set<std::string>
 }
 
 int cmd_merge_raw(const std::vector<std::string>& args) {
-  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
-      std::find(args.begin(), args.end(), "-h") != args.end()) {
-    fmt::print(
-        "usage: ktune merge-raw --out OUT [--names FILE] IN...\n"
-        "\n"
-        "Merges the Google Benchmark JSON files of a tune's slices (ktune_bench --slice K/N, one per GPU or per\n"
-        "cluster task) into OUT, which `ktune select --raw OUT` reads as it reads a one-GPU run. Refuses files that\n"
-        "are not complete ktune_bench output, that differ in gpu_slug, arch, ktune_version, git_commit, mode or\n"
-        "quick, or that hold the same benchmark (ktune/copy_ceiling and ktune/empty_kernel: the first file's).\n"
-        "The context is the first file's with the work counters summed (screened, remeasured, still_noisy,\n"
-        "finalists, left_out, phase_*_s, prep_*), measure_wall_s and startup_s the largest, `slices` the number of\n"
-        "inputs and slice<k>.copy_ceiling_gbps / slice<k>.run_seed of each. Rows: input order, then file order.\n"
-        "  --out OUT     the merged file (written atomically: a temporary file beside it, then a rename)\n"
-        "  --names FILE  keep only the rows named in FILE (one per line, as `ktune_bench --slice K/N --list`\n"
-        "                prints them) and the two reference rows: with one IN, that slice of a whole run\n"
-        "                (a replay without a GPU; its counters stay the whole run's)\n");
-    return exit_ok;
-  }
+  CLI::App app{
+      "Merges the Google Benchmark JSON files of a tune's slices (ktune_bench --slice K/N, one per GPU or per\n"
+      "cluster task) into OUT, which `ktune select --raw OUT` reads as it reads a one-GPU run. Refuses files that\n"
+      "are not complete ktune_bench output, that differ in gpu_slug, arch, ktune_version, git_commit, mode or\n"
+      "quick, or that hold the same benchmark (ktune/copy_ceiling and ktune/empty_kernel: the first file's).\n"
+      "The context is the first file's with the work counters summed (screened, remeasured, still_noisy,\n"
+      "finalists, left_out, phase_*_s, prep_*), measure_wall_s and startup_s the largest, `slices` the number of\n"
+      "inputs and slice<k>.copy_ceiling_gbps / slice<k>.run_seed of each. Rows: input order, then file order.",
+      "ktune merge-raw"};
+  cli::style(app);
   std::string out, names_path;
   std::vector<std::string> in_paths;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i], value;
-    const bool option = a.rfind("--", 0) == 0 && a != "--";
-    if (!option) {
-      in_paths.push_back(a);
-      continue;
-    }
-    bool has_value = false;
-    if (auto eq = a.find('='); eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      has_value = true;
-    }
-    if (a != "--out" && a != "--names") throw usage_error("ktune merge-raw: unknown option " + a + " (see --help)");
-    if (!has_value) {
-      if (i + 1 >= args.size()) throw usage_error("ktune merge-raw: " + a + " needs a value");
-      value = args[++i];
-    }
-    if (value.empty()) throw usage_error("ktune merge-raw: " + a + " needs a value");
-    (a == "--out" ? out : names_path) = value;
-  }
-  if (out.empty()) throw usage_error("ktune merge-raw needs --out OUT (see --help)");
-  if (in_paths.empty()) throw usage_error("ktune merge-raw needs at least one input file (see --help)");
+  app.add_option("inputs", in_paths, "the slices' raw files")->required();
+  app.add_option("--out", out, "the merged file (written atomically: a temporary file beside it, then a rename)")
+      ->required();
+  app.add_option("--names", names_path,
+                 "keep only the rows named in FILE (one per line, as `ktune_bench --slice K/N --list` prints them) "
+                 "and the two reference rows: with one input, that slice of a whole run (a replay without a GPU; its "
+                 "counters stay the whole run's)");
+  if (auto done = cli::parse(app, args)) return *done;
 
   std::optional<std::set<std::string>> names;
   if (!names_path.empty()) {

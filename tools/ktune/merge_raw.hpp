@@ -25,7 +25,4 @@ struct RawInput {
 /// `slices` the number of inputs and `slice<k>.copy_ceiling_gbps` / `slice<k>.run_seed` of each input.
 nlohmann::ordered_json merge_raw(const std::vector<RawInput>& inputs, const std::set<std::string>* names);
 
-/// `ktune merge-raw --out OUT [--names FILE] IN...`; returns the exit code (0 ok, 1 refused, 2 usage).
-int cmd_merge_raw(const std::vector<std::string>& args);
-
 }  // namespace ktune::tool

@@ -12,6 +12,8 @@
 #include <ktune/diagnose.hpp>
 #include <ktune/profile/metrics.hpp>
 
+#include "cli.hpp"
+#include "commands.hpp"
 #include "io.hpp"
 #include "results.hpp"
 
@@ -263,53 +265,22 @@ std::string profile_html(const Selection& sel) {
 
 // ---- the commands ---------------------------------------------------------------------------------
 
-namespace {
-
-/// --name value / --name=value options of the two commands; every option takes one value.
-std::map<std::string, std::string> parse_options(const std::vector<std::string>& argv, const std::set<std::string>& known,
-                                                 const std::string& command) {
-  std::map<std::string, std::string> out;
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    std::string a = argv[i], v;
-    if (a.rfind("--", 0) != 0) throw usage_error(fmt::format("ktune {} takes no positional argument '{}'", command, a));
-    if (auto eq = a.find('='); eq != std::string::npos) v = a.substr(eq + 1), a = a.substr(0, eq);
-    else if (i + 1 < argv.size()) v = argv[++i];
-    else throw usage_error(a + " needs a value");
-    if (!known.count(a.substr(2))) throw usage_error("unknown option " + a);
-    out[a.substr(2)] = v;
-  }
-  return out;
-}
-
-std::set<std::string> split(const std::string& s) {
-  std::set<std::string> out;
-  std::size_t pos = 0;
-  while (pos <= s.size()) {
-    std::size_t end = s.find(',', pos);
-    if (end == std::string::npos) end = s.size();
-    if (end > pos) out.insert(s.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  return out;
-}
-
-}  // namespace
-
 int cmd_profile_plan(const std::vector<std::string>& argv) {
-  if (std::find(argv.begin(), argv.end(), "--help") != argv.end()) {
-    fmt::print(
-        "usage: ktune profile-plan --gpu SLUG --out FILE [--results DIR] [--ops A,B] [--dtypes fp32,bf16]\n"
-        "\n"
-        "Writes the calls `ktune_profile --plan FILE` profiles after selection: per op and dtype of the results\n"
-        "files <results>/<SLUG>/<op>.json, S and the winner at the largest shape, the shape nearest 128 MB within\n"
-        "[64, 256] MB, and T = 1 and T = 16 of the widest row.\n"
-        "  --results DIR   default: reports\n");
-    return exit_ok;
-  }
-  auto o = parse_options(argv, {"gpu", "out", "results", "ops", "dtypes"}, "profile-plan");
-  if (!o.count("gpu") || !o.count("out")) throw usage_error("ktune profile-plan needs --gpu SLUG and --out FILE");
-  const std::set<std::string> ops = split(o["ops"]), dtypes = split(o["dtypes"]);
-  const auto all = load_all_results(o.count("results") ? o["results"] : "reports");
+  CLI::App app{"Writes the calls `ktune_profile --plan FILE` profiles after selection: per op and dtype of the results\n"
+               "files <results>/<SLUG>/<op>.json, S and the winner at the largest shape, the shape nearest 128 MB within\n"
+               "[64, 256] MB, and T = 1 and T = 16 of the widest row.",
+               "ktune profile-plan"};
+  cli::style(app);
+  std::map<std::string, std::string> o{{"results", "reports"}};
+  app.add_option("--gpu", o["gpu"], "the GPU's slug (reports/<SLUG>/)")->required();
+  app.add_option("--out", o["out"], "the plan file")->required();
+  app.add_option("--results", o["results"], "default: reports");
+  app.add_option("--ops", o["ops"], "only these ops (A,B)");
+  app.add_option("--dtypes", o["dtypes"], "only these dtypes (fp32,bf16)");
+  if (auto done = cli::parse(app, argv)) return *done;
+  const std::vector<std::string> op_list = cli::split_list(o["ops"]), dtype_list = cli::split_list(o["dtypes"]);
+  const std::set<std::string> ops(op_list.begin(), op_list.end()), dtypes(dtype_list.begin(), dtype_list.end());
+  const auto all = load_all_results(o["results"]);
   std::vector<LoadedResults> kept;  // copies, so dtypes can be filtered
   for (const auto& [op, inputs] : all)
     for (const LoadedResults& r : inputs) {
@@ -346,20 +317,18 @@ int cmd_profile_plan(const std::vector<std::string>& argv) {
 }
 
 int cmd_profile_attach(const std::vector<std::string>& argv) {
-  if (std::find(argv.begin(), argv.end(), "--help") != argv.end()) {
-    fmt::print(
-        "usage: ktune profile-attach --profile FILE --gpu SLUG [--results DIR]\n"
-        "\n"
-        "Puts the records and findings of a `ktune_profile --plan` JSON (normally <results>/<SLUG>/raw/profile.json)\n"
-        "into the \"profile\" section of every results file <results>/<SLUG>/<op>.json it covers (the section is\n"
-        "replaced; a results file the profile does not cover loses its section). Profiles of variants that are\n"
-        "neither S nor a shape's winner any more are left out with a warning. Then run `ktune report`.\n"
-        "  --results DIR   default: reports\n");
-    return exit_ok;
-  }
-  auto o = parse_options(argv, {"profile", "gpu", "results"}, "profile-attach");
-  if (!o.count("profile") || !o.count("gpu")) throw usage_error("ktune profile-attach needs --profile FILE and --gpu SLUG");
-  const std::string results_dir = o.count("results") ? o["results"] : "reports";
+  CLI::App app{"Puts the records and findings of a `ktune_profile --plan` JSON (normally <results>/<SLUG>/raw/profile.json)\n"
+               "into the \"profile\" section of every results file <results>/<SLUG>/<op>.json it covers (the section is\n"
+               "replaced; a results file the profile does not cover loses its section). Profiles of variants that are\n"
+               "neither S nor a shape's winner any more are left out with a warning. Then run `ktune report`.",
+               "ktune profile-attach"};
+  cli::style(app);
+  std::map<std::string, std::string> o{{"results", "reports"}};
+  app.add_option("--profile", o["profile"], "ktune_profile's JSON")->required();
+  app.add_option("--gpu", o["gpu"], "the GPU's slug (reports/<SLUG>/)")->required();
+  app.add_option("--results", o["results"], "default: reports");
+  if (auto done = cli::parse(app, argv)) return *done;
+  const std::string results_dir = o["results"];
   const std::string text = read_file(o["profile"]);
   nlohmann::json doc;
   try {

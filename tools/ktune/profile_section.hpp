@@ -43,7 +43,4 @@ nlohmann::ordered_json profile_section(const nlohmann::json& doc, const std::str
 std::string profile_markdown(const Selection& sel);
 std::string profile_html(const Selection& sel);
 
-int cmd_profile_plan(const std::vector<std::string>& argv);
-int cmd_profile_attach(const std::vector<std::string>& argv);
-
 }  // namespace ktune::tool

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <map>
 
+#include "cli.hpp"
+#include "commands.hpp"
 #include "io.hpp"
 #include "regret.hpp"
 #include "report.hpp"
@@ -424,41 +426,38 @@ std::string opt_pct(const std::optional<double>& v) { return v ? pct(*v) : "-"; 
 }  // namespace
 
 int cmd_compare(const std::vector<std::string>& args) {
-  if (std::find(args.begin(), args.end(), "--help") != args.end() || std::find(args.begin(), args.end(), "-h") != args.end()) {
-    fmt::print(
-        "usage: ktune compare BEFORE NOW [--attach]\n"
-        "\n"
-        "Compares two tunes of the same ops on the same GPU shape by shape. BEFORE and NOW are results directories\n"
-        "(<dir>/<gpu>/<op>.json, as `ktune select --results DIR` writes them) or single results files. BEFORE is the\n"
-        "committed (earlier) tune, NOW an independent second one.\n"
-        "\n"
-        "First the user's regret: BEFORE's winner timed in NOW against NOW's fastest variant at the same level,\n"
-        "t(winner) / t(fastest) - 1, never below 0, on round medians where that winner was a finalist in NOW, else on\n"
-        "screen medians. Per op and dtype, per op and overall: the shapes, how many were judged on screens, how many\n"
-        "have no regret (BEFORE's winner missing or not correct in NOW), the median, p95 and largest regret against\n"
-        "the target ({}); then the largest regrets and the shapes without one.\n"
-        "\n"
-        "Then the winners' stability, as controls: how many winners held, how many changed within the band (each\n"
-        "run's winner within the other run's noise band), how many winners' times agree within the band (held,\n"
-        "within band, or |t_now - t_before| / t_before at most the larger band), the median, p95 and largest\n"
-        "run-to-run variation of the winner's time, and the shapes that miss that goal (at least {} held or within\n"
-        "band, p95 variation at most {}) with what the controls (the same-size copy, S, the band) say about why.\n"
-        "Two runs of one tune measure stability; an exhaustive and a halving search of the same build compare the\n"
-        "methods.\n"
-        "  --attach   write the comparison into NOW's results files (section \"stability\"; NOW must be a directory),\n"
-        "             then run `ktune tables` and `ktune report` for the reports' run-to-run section\n"
-        "exit 0 when every op pair compared (whatever the figures), 1 when nothing matched\n",
-        regret_goal_words(), pct(stability_goal_share), pct(stability_goal_variation));
-    return exit_ok;
-  }
+  CLI::App app{fmt::format(
+                   "Compares two tunes of the same ops on the same GPU shape by shape. BEFORE and NOW are results directories\n"
+                   "(<dir>/<gpu>/<op>.json, as `ktune select --results DIR` writes them) or single results files. BEFORE is the\n"
+                   "committed (earlier) tune, NOW an independent second one.\n"
+                   "\n"
+                   "First the user's regret: BEFORE's winner timed in NOW against NOW's fastest variant at the same level,\n"
+                   "t(winner) / t(fastest) - 1, never below 0, on round medians where that winner was a finalist in NOW, else on\n"
+                   "screen medians. Per op and dtype, per op and overall: the shapes, how many were judged on screens, how many\n"
+                   "have no regret (BEFORE's winner missing or not correct in NOW), the median, p95 and largest regret against\n"
+                   "the target ({}); then the largest regrets and the shapes without one.\n"
+                   "\n"
+                   "Then the winners' stability, as controls: how many winners held, how many changed within the band (each\n"
+                   "run's winner within the other run's noise band), how many winners' times agree within the band (held,\n"
+                   "within band, or |t_now - t_before| / t_before at most the larger band), the median, p95 and largest\n"
+                   "run-to-run variation of the winner's time, and the shapes that miss that goal (at least {} held or within\n"
+                   "band, p95 variation at most {}) with what the controls (the same-size copy, S, the band) say about why.\n"
+                   "Two runs of one tune measure stability; an exhaustive and a halving search of the same build compare the\n"
+                   "methods. Exit 0 when every op pair compared (whatever the figures), 1 when nothing matched.",
+                   regret_goal_words(), pct(stability_goal_share), pct(stability_goal_variation)),
+               "ktune compare"};
+  cli::style(app);
   bool attach = false;
   std::vector<std::string> paths;
-  for (const std::string& a : args) {
-    if (a == "--attach") attach = true;
-    else if (a.rfind("--", 0) == 0) throw usage_error("unknown option " + a + " (ktune compare --help)");
-    else paths.push_back(a);
-  }
-  if (paths.size() != 2) throw usage_error("ktune compare needs BEFORE and NOW (ktune compare --help)");
+  app.add_option("tunes", paths, "BEFORE and NOW: results directories or files")
+      ->required()
+      ->expected(2)
+      ->type_name("BEFORE NOW");
+  app.add_flag("--attach", attach,
+               "write the comparison into NOW's results files (section \"stability\"; NOW must be a directory), then "
+               "run `ktune tables` and `ktune report` for the reports' run-to-run section");
+  if (auto done = cli::parse(app, args)) return *done;
+  if (paths.size() != 2) throw usage_error("ktune compare needs BEFORE and NOW");
   if (attach && !is_directory(paths[1])) throw usage_error("--attach needs NOW to be a results directory");
   const auto before = load_side(paths[0]);
   auto now = load_side(paths[1]);

@@ -46,6 +46,4 @@ std::string stability_html(const Selection& s);
 std::string stability_index_markdown(const std::vector<const LoadedResults*>& ops);
 std::string stability_index_html(const std::vector<const LoadedResults*>& ops);
 
-int cmd_compare(const std::vector<std::string>& args);
-
 }  // namespace ktune::tool
