@@ -130,7 +130,7 @@ struct Family : Space {
     return {reinterpret_cast<const void*>(kernel<Cfg, E>()), pl.threads, pl.smem, Cfg::cluster};
   }
 
-  /// Lets Cfg's kernel take `bytes` of dynamic shared memory (above the 48 KB default): through
+  /// Lets Cfg's kernel take `bytes` of dynamic shared memory (beyond the default limit): through
   /// ktune::launch's record per kernel, so no raise here or there ever lowers the other's.
   template <class Cfg, class E>
   static Status allow_dynamic_smem(std::size_t bytes) {
