@@ -82,7 +82,7 @@ TEST_F(ToyReports, ReportsAreDeterministicAndCheckDetectsEdits) {
   EXPECT_EQ(run_ktune({"report", "--results", dir_ + "/reports", "--check"}), exit_failure);
 }
 
-// ---- the same-size copy and issue 3's targets ------------------------------------------------------
+// ---- the same-size copy and the performance targets (targets.hpp) ----------------------------------
 // Fixture values (tests/tools/data/make_fixtures.py): fp32 winners and their retest times per shape
 //   tokens=1,d=1024 A 2.01 | 16,1024 D 2.49 | 128,1024 D 5.01 | 1,4096 D 3.06 | 16,4096 F 5.01 | 128,4096 F 24.1
 // and the sweep's same-size copy = 0.85 x the fastest sweep time: 1.7, 2.125, 4.25, 2.55, 4.25, 20.4 us.
@@ -198,6 +198,28 @@ TEST(ToolReport, SummaryOfLargeShapesAgainstCopyCeilingAndSameSizeCopy) {
   const LoadedResults bare{"nvidia-h200/toyop.json", "0x0", s};
   EXPECT_NE(index_markdown("nvidia-h200", {&bare}).find(" | 5.80% | – | – | – | `"), std::string::npos);
   EXPECT_NE(index_html("nvidia-h200", {&bare}).find("<td>5.80%</td><td>–</td><td>–</td><td>–</td>"), std::string::npos);
+}
+
+TEST(ToolReport, PagesStateTheCurrentTargetsInTheirOwnWords) {
+  const Selection s = toy_selection();
+  const LoadedResults r{"nvidia-h200/toyop.json", "0x0", s};
+  const std::string md = index_markdown("nvidia-h200", {&r});
+  const std::string html = index_html("nvidia-h200", {&r});
+  // The targets, worded once (targets.cpp) and the same on both index pages.
+  EXPECT_NE(md.find(performance_target_words()), std::string::npos) << md;
+  EXPECT_NE(html.find("<p>" + html_escape(performance_target_words()) + "</p>"), std::string::npos) << html;
+  for (const char* target : {"shapes >= 64 MB should reach at least 95% of the copy ceiling",
+                            "shapes with tokens <= 16 should stay within 1.15x of the same-size copy"}) {
+    EXPECT_NE(md.find(target), std::string::npos) << target;
+    EXPECT_NE(html.find(html_escape(target)), std::string::npos) << target;
+  }
+  // The empty kernel stays as information; the retired goal against it is gone.
+  EXPECT_NE(md.find("largest best / empty kernel (tokens <= 16)"), std::string::npos);
+  for (const std::string& page : {md, html, op_markdown(r), op_html(r)}) {
+    EXPECT_EQ(page.find("1.5x of an empty kernel"), std::string::npos);
+    EXPECT_EQ(page.find("issue "), std::string::npos) << page;  // a reader has no issue tracker
+    EXPECT_EQ(page.find("Issue "), std::string::npos) << page;
+  }
 }
 
 }  // namespace

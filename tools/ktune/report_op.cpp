@@ -243,7 +243,7 @@ std::string op_html(const LoadedResults& r) {
   // Without same-size copies in the results the plot keeps one series per dtype, named by the dtype.
   body += svg_bars(any_same_size ? "Chosen variant: % of the copy ceiling and % of the same-size copy"
                                  : "Chosen variant: % of the copy ceiling",
-                   any_same_size ? "% of copy (ceiling, same-size)" : "% of copy ceiling", cats, pct, {{95.0, "95%"}, {100.0, ""}}, x_label);
+                   any_same_size ? "% of copy (ceiling, same-size)" : "% of copy ceiling", cats, pct, {{large_shape_min_pct_copy_ceiling, large_shape_target_label()}, {100.0, ""}}, x_label);
   body += svg_bars("General configuration vs per-shape best", "general time / best time", cats, general, {{1.0, "best"}}, x_label);
   body += svg_theta(s, axis);
 

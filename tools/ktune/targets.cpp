@@ -15,9 +15,10 @@ std::string large_shape_target_label() { return fmt::format("{:g}%", large_shape
 
 std::string performance_target_words() {
   return fmt::format(
-      "Targets: {} should reach at least {} of the copy ceiling; shapes with {} should take at most {:g}x the "
-      "same-size copy, which, timed like the variants, is the floor at each size. The best / empty kernel column "
-      "is for information, not a target. – where no shape qualifies or the results have no such time.",
+      "Targets: {} should reach at least {} of the copy ceiling (the lowest % of copy); shapes with {} should stay "
+      "within {:g}x of the same-size copy (the largest best / same-size copy), which, timed like the variants, is the "
+      "floor at each size. The largest best / empty kernel is shown for information, not as a target. – where no "
+      "shape qualifies or the results have no such time.",
       large_shapes_words(), large_shape_target_label(), small_shapes_words(), small_shape_max_over_same_size_copy);
 }
 
