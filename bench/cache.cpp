@@ -1,3 +1,4 @@
+// bench/cache.cpp: the result cache (cache.hpp): one JSON line per benchmark, read once, appended as results arrive.
 #include "cache.hpp"
 
 #include <cerrno>

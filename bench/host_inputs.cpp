@@ -1,3 +1,4 @@
+// bench/host_inputs.cpp: a shape group's host side (host_inputs.hpp): tensors, fills and the float64 reference, no GPU.
 #include "host_inputs.hpp"
 
 #include <time.h>

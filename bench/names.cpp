@@ -1,3 +1,4 @@
+// bench/names.cpp: benchmark names, GPU slugs and shape keys (names.hpp).
 #include "names.hpp"
 
 #include <cmath>

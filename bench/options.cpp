@@ -1,3 +1,4 @@
+// bench/options.cpp: ktune_bench's command line (options.hpp): ktune's flags here, --benchmark_* passed to Google Benchmark.
 #include "options.hpp"
 
 #include <regex>
@@ -174,7 +175,7 @@ Usage: ktune_bench [flags] [--benchmark_* flags]
   screens and the finalists' rounds (rows with a "rounds" counter). Results are cached; a rerun
   re-emits cached results and times only what is missing or changed.
 
-  --exhaustive         the method before issue 9: every variant timed in full (context mode "sweep");
+  --exhaustive         the method before the halving search: every variant timed in full (context mode "sweep");
                        tools/tune.sh then re-tests the top K in a separate --retest run
 
   --ops a,b            ops to run (default: every op compiled in)

@@ -1,3 +1,4 @@
+// bench/plan.cpp: which benchmarks a run covers, their expected cost and the run's slices (plan.hpp).
 #include "plan.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// bench/prefetch.cpp: the host sides of the next groups, prepared on other cores while the GPU times (prefetch.hpp).
 #include "prefetch.hpp"
 
 #include <sys/resource.h>

@@ -1,3 +1,4 @@
+// bench/result.cpp: one benchmark's outcome to and from JSON (result.hpp).
 #include "result.hpp"
 
 namespace ktune::bench {

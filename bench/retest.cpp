@@ -1,3 +1,4 @@
+// bench/retest.cpp: the interleaved top-K re-test: reading its candidates and ordering its rounds (retest.hpp).
 #include "retest.hpp"
 
 #include <algorithm>

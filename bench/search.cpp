@@ -1,3 +1,4 @@
+// bench/search.cpp: how a run spends its GPU time: screens, re-timed screens, finalists (search.hpp).
 #include "search.hpp"
 
 #include <algorithm>

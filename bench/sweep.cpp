@@ -1,3 +1,4 @@
+// bench/sweep.cpp: the order of work in a run and what the cache saves of it (sweep.hpp).
 #include "sweep.hpp"
 
 #include "names.hpp"

@@ -1,3 +1,5 @@
+// tools/ktune/commands.cpp: the tool's own commands that need no file of their own (`list`, `gen`, `run`,
+// `select`, `tables`, `report`, `profile`): each reads its command line and does its work.
 #include "commands.hpp"
 
 #include "cli.hpp"

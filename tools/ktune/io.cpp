@@ -1,3 +1,4 @@
+// tools/ktune/io.cpp: files (atomic writes), errors and number formatting for the subcommands (io.hpp).
 #include "io.hpp"
 
 #include <fmt/format.h>

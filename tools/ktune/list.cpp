@@ -1,3 +1,4 @@
+// tools/ktune/list.cpp: `ktune list`: the spaces compiled into the tool, per dtype and architecture (list.hpp).
 #include "list.hpp"
 
 #include <algorithm>

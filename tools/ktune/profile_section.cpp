@@ -1,3 +1,4 @@
+// tools/ktune/profile_section.cpp: the profile of S and the winners in results files and reports; `ktune profile-plan` and `profile-attach`.
 #include "profile_section.hpp"
 
 #include <fmt/format.h>

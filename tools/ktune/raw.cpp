@@ -1,3 +1,4 @@
+// tools/ktune/raw.cpp: the benchmark's Google Benchmark JSON read into plain records (raw.hpp).
 #include "raw.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// tools/ktune/stability.cpp: two tunes compared shape by shape (`ktune compare`) and the reports' run-to-run section.
 #include "stability.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// tools/ktune/tables.cpp: kernels/<op>/tuned.cuh from results files (tables.hpp).
 #include "tables.hpp"
 
 #include <fmt/format.h>
