@@ -16,7 +16,7 @@
 #             racecheck on the named sample (gtest filter SanitizerSample.*)
 #   tune      the halving search: screens, re-timed out-of-line screens, the finalists in interleaved
 #             rounds (make tune's run step; KTUNE_SEARCH=exhaustive: sweep, top-K, re-test as before
-#             issue 9; KTUNE_PASSES=2: twice, for the run-to-run section; KTUNE_EXHAUSTIVE_ARGS: the
+#             the halving search; KTUNE_PASSES=2: twice, for the run-to-run section; KTUNE_EXHAUSTIVE_ARGS: the
 #             exhaustive method on a slice after it, to compare the two in one call)
 #   agent     the generator's GPU tests: the whole `ktune agent` loop with scripted LLM answers on an op
 #             that is not shipped, candidates compiled there with its nvcc (tests/generator)

@@ -6,7 +6,7 @@
 #   run      on the GPU, needs only the built binaries and their shared libraries. The halving search
 #            (default): one ktune_bench run screens every variant, re-times out-of-line screens and times
 #            the finalists in interleaved rounds -> raw/search.json (resumable: rerun after an
-#            interruption). KTUNE_SEARCH=exhaustive: the method before issue 9, ktune_bench --exhaustive
+#            interruption). KTUNE_SEARCH=exhaustive: the method before the halving search, ktune_bench --exhaustive
 #            sweep -> ktune select --topk -> ktune_bench --retest -> raw/sweep.json, raw/retest.json.
 #            KTUNE_PASSES=2 runs the search twice (the first into raw/pass1/, fresh cache) for the
 #            run-to-run section; KTUNE_EXHAUSTIVE_ARGS="--dtypes bf16" also runs the exhaustive method on
@@ -170,7 +170,7 @@ run_search() {
   record_step "search $dir" "$(($(date +%s) - t0))"
 }
 
-# The exhaustive method (issue 9's "today's method") into DIR/{sweep,retest}.json; extra ktune_bench flags
+# The exhaustive method into DIR/{sweep,retest}.json; extra ktune_bench flags
 # after the cache.
 run_exhaustive() {
   local dir="$1" cache_file="$2" t0
