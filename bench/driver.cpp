@@ -1,3 +1,7 @@
+// bench/driver.cpp: run_bench, one run of ktune_bench from the command line to its exit status: options,
+// the specs, --list, the device and baselines, then the search, the exhaustive sweep or the re-test
+// (run_retest.cpp), the summary of where the time went, and the report (report.cpp). --gate runs apart
+// (run_gate.cpp).
 #include "driver.hpp"
 
 #include <unistd.h>
@@ -6,7 +10,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,11 +22,11 @@
 #include <vector>
 
 #include <ktune/harness.hpp>
-#include <ktune/judge.hpp>
 #include <ktune/registry.hpp>
 
 #include "build_info.hpp"
 #include "cache.hpp"
+#include "driver_detail.hpp"
 #include "measure.hpp"
 #include "names.hpp"
 #include "options.hpp"
@@ -43,73 +46,6 @@ namespace {
 constexpr const char* method_version = "ktune-bench-3";         // --exhaustive
 constexpr const char* search_method_version = "ktune-bench-3;search";  // screens (and their rounds, refined_key)
 
-/// Google Benchmark appends "/iterations:N" and "/manual_time" to the name of a benchmark with a
-/// fixed iteration count and manual time; the agreed names (contract 5) have neither.
-template <class Base>
-class AgreedNames : public Base {
- public:
-  using Base::Base;
-  void ReportRuns(const std::vector<benchmark::BenchmarkReporter::Run>& runs) override {
-    std::vector<benchmark::BenchmarkReporter::Run> fixed(runs);
-    for (auto& r : fixed) {
-      r.run_name.iterations.clear();
-      r.run_name.time_type.clear();
-    }
-    Base::ReportRuns(fixed);
-  }
-};
-
-/// The console reporter without Google Benchmark's "Library was built as DEBUG" banner. Debian's
-/// libbenchmark is built without NDEBUG, so every run printed it; it is about Google Benchmark's own
-/// timing loop, which ktune_bench does not use (the times are CUDA-event medians measured before Google
-/// Benchmark runs; it only reports them). One line says so instead (bench/README.md).
-template <class Base>
-class QuietConsole : public Base {
- public:
-  using Base::Base;
-  bool ReportContext(const benchmark::BenchmarkReporter::Context& context) override {
-    std::ostringstream captured;
-    std::ostream& err = this->GetErrorStream();
-    this->SetErrorStream(&captured);
-    const bool ok = Base::ReportContext(context);
-    this->SetErrorStream(&err);
-    std::istringstream lines(captured.str());
-    for (std::string line; std::getline(lines, line);) {
-      if (line.find("Library was built as DEBUG") != std::string::npos) {
-        err << "(Google Benchmark here is a debug build, as Debian ships it; it only reports ktune's own CUDA-event "
-               "times, so no figure depends on it)\n";
-        continue;
-      }
-      err << line << "\n";
-    }
-    return ok;
-  }
-};
-
-/// Forwards several RunSpecifiedBenchmarks calls to `to` as one document: the context once, every run,
-/// and no end (the caller finalises each reporter once). Google Benchmark 1.7 takes time quadratic in the
-/// benchmarks registered for one call (25 s for a tune's 18k rows on a 2-core machine, 11 s on the GPU
-/// machine), so the rows are registered and reported in chunks.
-class Chunked : public benchmark::BenchmarkReporter {
- public:
-  explicit Chunked(std::vector<benchmark::BenchmarkReporter*> to) : to_(std::move(to)) {}
-  bool ReportContext(const Context& context) override {
-    if (started_) return true;
-    started_ = true;
-    bool ok = true;
-    for (benchmark::BenchmarkReporter* r : to_) ok = r->ReportContext(context) && ok;
-    return ok;
-  }
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (benchmark::BenchmarkReporter* r : to_) r->ReportRuns(runs);
-  }
-  void Finalize() override {}
-
- private:
-  std::vector<benchmark::BenchmarkReporter*> to_;
-  bool started_ = false;
-};
-
 std::string read_file(const std::string& path, std::string& error) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -121,18 +57,6 @@ std::string read_file(const std::string& path, std::string& error) {
   return s.str();
 }
 
-std::string number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-std::string hex64(std::uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 std::string executable_dir(const char* argv0) {
   std::error_code ec;
   std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -140,199 +64,7 @@ std::string executable_dir(const char* argv0) {
   return p.parent_path().string();
 }
 
-void register_result(const BenchResult& r, double copy_gbps) {
-  const std::map<std::string, double> c = counters(r, copy_gbps);
-  auto* b = benchmark::RegisterBenchmark(r.name.c_str(), [r, c](benchmark::State& state) {
-    if (!r.ok()) {
-      state.SkipWithError(r.error.c_str());
-      for (const auto& [k, v] : c) state.counters[k] = v;
-      return;
-    }
-    const double seconds = r.median_us * 1e-6;
-    for (auto _ : state) state.SetIterationTime(seconds);
-    for (const auto& [k, v] : c) state.counters[k] = v;
-  });
-  b->UseManualTime()->Iterations(std::max(1, r.samples))->Unit(benchmark::kMicrosecond);
-}
-
-BenchResult baseline_row(const std::string& name, const Timed& t, double bytes, double copy_gbps) {
-  BenchResult r;
-  r.name = name;
-  r.op = "ktune";
-  r.median_us = t.median_us;
-  r.min_us = t.min_us;
-  r.max_us = t.max_us;
-  r.samples = t.samples;
-  r.batch = t.batch;
-  r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
-  r.bytes = bytes;
-  r.copy_gbps = copy_gbps;
-  return r;
-}
-
-struct Tally {
-  std::size_t passed = 0, incorrect = 0, rejected = 0, cannot = 0, other = 0, cached = 0;
-  std::size_t copies = 0;  ///< same-size copy rows: references, not variants
-  std::size_t refined = 0; ///< finalists' rounds (search): a second row of a variant already counted
-  void add(const BenchResult& r) {
-    if (r.id.empty()) {
-      ++copies;
-      return;
-    }
-    if (r.refined) {
-      ++refined;
-      return;
-    }
-    cached += r.cached;
-    switch (const judge::Verdict v = judge::verdict_of_message(r.error)) {
-      case judge::Verdict::ok: ++passed; break;
-      case judge::Verdict::rejected: ++rejected; break;
-      case judge::Verdict::cannot_implement: ++cannot; break;
-      default: judge::is_wrong(v) ? ++incorrect : ++other;
-    }
-  }
-};
-
-/// Interleaved re-test of the candidates; results in candidate order.
-std::vector<BenchResult> run_retest(const std::vector<Candidate>& candidates, const std::map<std::string, Spec>& specs,
-                                    GpuMeasurer& m, int device_arch, bool quick, bool& aborted, std::string& abort_reason) {
-  const int rounds = quick ? 3 : 7;
-  TimingSettings per_round = quick ? quick_timing() : full_timing();
-  per_round.min_samples = per_round.max_samples = quick ? 4 : 20;
-  std::vector<BenchResult> out;
-  Progress progress(&std::cerr, candidates.size(), false, 0.0);
-  std::vector<Upcoming> order;
-  for (const Candidate& c : candidates) order.push_back({c.op, c.dtype, c.shape, true});
-  m.expect(order);
-  for (const Candidate& c : candidates) {
-    ShapeGroup g{c.op, c.dtype, c.shape, {}, {}};
-    g.copy = WorkItem{c.op, c.dtype, c.shape, std::string(copy_same_size_id), copy_same_size_name(c.op, c.dtype, c.shape.key()), {}};
-    for (const std::string& id : c.ids)
-      g.items.push_back({c.op, c.dtype, c.shape, id, benchmark_name(c.op, c.dtype, c.shape.key(), id), {}});
-    progress.before(c.op + "/" + name(c.dtype) + "/" + c.shape.key() + " (" + std::to_string(c.ids.size()) + " candidates)");
-
-    std::vector<BenchResult> rs;
-    std::string prepare_error;
-    auto spec = specs.find(c.op);
-    if (spec == specs.end()) prepare_error = "op " + c.op + " is not compiled into this binary (or excluded by --ops)";
-    else if (!spec->second.same_dims(c.shape)) prepare_error = "shape " + c.shape.key() + " does not name the spec's dimensions";
-    else if (variant_arch(Registry::global(), c.op, c.dtype, device_arch) == 0)
-      prepare_error = "no variants of " + c.op + " for this device";
-    // The shape's same-size copy, once, before the group's buffers exist (not cached: re-tests never are).
-    double copy_us = 0;
-    if (prepare_error.empty()) {
-      BenchResult copy = m.measure_copy_same_size(g);
-      if (copy.ok()) copy_us = copy.median_us;
-      if (copy.fatal) {
-        aborted = true;
-        abort_reason = copy.name + ": " + copy.error;
-      }
-      out.push_back(std::move(copy));
-      if (aborted) break;
-    }
-    if (prepare_error.empty()) prepare_error = m.begin_shape(g);
-    for (const WorkItem& it : g.items) {
-      rs.push_back(m.blank(it));
-      rs.back().copy_same_size_us = copy_us;
-      if (!prepare_error.empty()) {
-        rs.back().error = "error: " + prepare_error;
-        rs.back().cacheable = false;
-      }
-    }
-    std::vector<bool> live(g.items.size(), prepare_error.empty());
-    for (std::size_t i = 0; i < g.items.size() && !aborted; ++i) {
-      if (!live[i]) continue;
-      live[i] = m.check(g.items[i], rs[i]);
-      if (rs[i].fatal) {
-        aborted = true;
-        abort_reason = g.items[i].name + ": " + rs[i].error;
-      }
-    }
-    std::vector<std::vector<double>> medians(g.items.size());
-    for (int round = 0; round < rounds && !aborted; ++round) {
-      for (std::size_t i : round_order(g.items.size(), static_cast<std::size_t>(round))) {
-        if (!live[i] || aborted) continue;
-        Timed t;
-        if (!m.time(g.items[i], per_round, t, rs[i])) {
-          live[i] = false;
-          if (rs[i].fatal) {
-            aborted = true;
-            abort_reason = g.items[i].name + ": " + rs[i].error;
-          }
-          continue;
-        }
-        BenchResult& r = rs[i];
-        medians[i].push_back(t.median_us);
-        r.min_us = r.samples ? std::min(r.min_us, t.min_us) : t.min_us;
-        r.max_us = std::max(r.max_us, t.max_us);
-        r.samples += t.samples;
-        r.batch = std::max(r.batch, t.batch);
-      }
-    }
-    for (std::size_t i = 0; i < g.items.size(); ++i) {
-      if (!live[i] || medians[i].empty()) continue;
-      const RoundStats s = round_stats(medians[i]);
-      rs[i].median_us = s.median;
-      rs[i].spread = s.spread;
-      rs[i].rounds = static_cast<int>(medians[i].size());
-    }
-    m.end_shape();
-    progress.after();
-    for (BenchResult& r : rs) out.push_back(std::move(r));
-    if (aborted) break;
-  }
-  progress.finish();
-  return out;
-}
-
 }  // namespace
-
-/// --gate FILE: the correctness gate alone (can_implement, device check, poisoned outputs, comparison
-/// with the reference) for every selected variant and shape; no baselines, no timing, no cache. Warm
-/// L2 (one input set), so it stays cheap under compute-sanitizer. Verdicts go to FILE as JSON.
-static int run_gate(const Options& opts, const std::map<std::string, Spec>& specs, const DeviceContext& dev) {
-  const std::uint64_t run_seed = opts.seed ? *opts.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  GpuMeasurer measurer(specs, dev.arch, quick_timing(), /*cold_l2=*/false, run_seed, 0);
-  measurer.set_separate_allocations(opts.separate_allocations);
-  measurer.set_wide_values(opts.wide_values);
-  nlohmann::json rows = nlohmann::json::array();
-  Tally tally;
-  bool aborted = false;
-  std::string abort_reason;
-  for (const ShapeGroup& g : plan_sweep(specs, Registry::global(), dev.arch, opts, [](const WorkItem&) { return std::string(); })) {
-    const std::string err = measurer.begin_shape(g);
-    for (const WorkItem& it : g.items) {
-      BenchResult r = measurer.blank(it);
-      if (!err.empty()) r.error = "error: " + err;
-      else measurer.check(it, r);
-      tally.add(r);
-      rows.push_back({{"op", r.op}, {"dtype", r.dtype}, {"shape", r.shape}, {"id", r.id}, {"ok", r.ok()},
-                      {"error", r.error}, {"rel_l2", r.rel_l2}, {"max_abs", r.max_abs}, {"seed", r.seed}});
-      if (r.fatal) {
-        aborted = true;
-        abort_reason = it.name + ": " + r.error;
-        break;
-      }
-    }
-    measurer.end_shape();
-    if (aborted) break;
-  }
-  const nlohmann::json doc = {{"gpu", dev.name}, {"arch", dev.arch}, {"run_seed", run_seed}, {"complete", !aborted},
-                              {"results", rows}};
-  std::ofstream out(opts.gate);
-  out << doc.dump(1) << "\n";
-  if (!out) {
-    std::cerr << "ktune_bench: cannot write " << opts.gate << "\n";
-    return 1;
-  }
-  std::cerr << "ktune_bench: gate: " << tally.passed << " passed, " << tally.incorrect << " wrong (any verdict of the judge), " << tally.rejected
-            << " rejected, " << tally.cannot << " cannot implement, " << tally.other << " other errors -> " << opts.gate << "\n";
-  if (aborted) {
-    std::cerr << "ktune_bench: stopped early: " << abort_reason << "\n";
-    return 3;
-  }
-  return 0;
-}
 
 int run_bench(int argc, char** argv) {
   const auto process_start = std::chrono::steady_clock::now();
@@ -581,80 +313,8 @@ int run_bench(int argc, char** argv) {
             << " from the cache; " << tally.copies << " same-size copies"
             << (tally.refined ? "; " + std::to_string(tally.refined) + " finalists' rounds" : std::string()) << "\n";
 
-  // Reported through Google Benchmark below: two reference rows, then every result.
-  results.insert(results.begin(), {baseline_row("ktune/copy_ceiling", base.copy, 2 * base.copy_bytes, copy_gbps),
-                                   baseline_row("ktune/empty_kernel", base.empty, 0, copy_gbps)});
-
-  benchmark::AddCustomContext("ktune_version", build.version);
-  benchmark::AddCustomContext("git_commit", build.git_commit);
-  benchmark::AddCustomContext("toolchain", build.toolchain);
-  benchmark::AddCustomContext("gpu", dev.name);
-  benchmark::AddCustomContext("gpu_slug", gpu_slug(dev.name));
-  benchmark::AddCustomContext("arch", std::to_string(dev.arch));
-  benchmark::AddCustomContext("sms", std::to_string(dev.sms));
-  benchmark::AddCustomContext("l2_bytes", std::to_string(dev.l2_bytes));
-  benchmark::AddCustomContext("sm_clock_khz", std::to_string(dev.sm_clock_khz));
-  benchmark::AddCustomContext("mem_clock_khz", std::to_string(dev.mem_clock_khz));
-  benchmark::AddCustomContext("driver_version", std::to_string(dev.driver_version));
-  benchmark::AddCustomContext("cuda_runtime_version", std::to_string(dev.runtime_version));
-  benchmark::AddCustomContext("copy_ceiling_gbps", number(copy_gbps));
-  benchmark::AddCustomContext("copy_memcpy_gbps", number(base.copy_memcpy_gbps));
-  benchmark::AddCustomContext("copy_kernel_gbps", number(base.copy_kernel_gbps));
-  benchmark::AddCustomContext("empty_kernel_us", number(base.empty.median_us));
-  benchmark::AddCustomContext("cold_l2", cold ? "1" : "0");
-  benchmark::AddCustomContext("mode", !opts.retest.empty() ? "retest" : opts.exhaustive ? "sweep" : "search");
-  for (const auto& [k, v] : search_context) benchmark::AddCustomContext(k, v);
-  benchmark::AddCustomContext("quick", opts.quick ? "1" : "0");
-  benchmark::AddCustomContext("run_seed", std::to_string(run_seed));
-  benchmark::AddCustomContext("spec_source", opts.kernels.empty() ? "built-in" : opts.kernels);
-  benchmark::AddCustomContext("complete", aborted ? "0" : "1");
-  for (const auto& [op, spec] : specs) {
-    if (const OpBuild* b = build.find(op)) {
-      if (b->has_space_hash) benchmark::AddCustomContext("space_hash." + op, hex64(b->space_hash));
-      benchmark::AddCustomContext("source_hash." + op, b->source_hash);
-    }
-  }
-
-  const auto report_start = std::chrono::steady_clock::now();
-  const int color = isatty(1) ? benchmark::ConsoleReporter::OO_Color : benchmark::ConsoleReporter::OO_None;
-  QuietConsole<AgreedNames<benchmark::ConsoleReporter>> console(
-      static_cast<benchmark::ConsoleReporter::OutputOptions>(benchmark::ConsoleReporter::OO_Tabular | color));
-  AgreedNames<benchmark::JSONReporter> json_display, json_file;
-  QuietConsole<AgreedNames<benchmark::ConsoleReporter>> console_file(benchmark::ConsoleReporter::OO_Tabular);
-  std::vector<benchmark::BenchmarkReporter*> to{
-      opts.benchmark_format == "json" ? static_cast<benchmark::BenchmarkReporter*>(&json_display) : &console};
-  std::ofstream out_file;
-  if (!opts.benchmark_out.empty()) {
-    out_file.open(opts.benchmark_out, std::ios::binary | std::ios::trunc);
-    if (!out_file) {
-      std::cerr << "ktune_bench: cannot write " << opts.benchmark_out << "\n";
-      return 1;
-    }
-    benchmark::BenchmarkReporter* file =
-        opts.benchmark_out_format == "json" ? static_cast<benchmark::BenchmarkReporter*>(&json_file) : &console_file;
-    file->SetOutputStream(&out_file);
-    file->SetErrorStream(&out_file);
-    to.push_back(file);
-  }
-  Chunked chunked(to);
-  constexpr std::size_t chunk = 1000;
-  for (std::size_t first = 0; first < results.size(); first += chunk) {
-    benchmark::ClearRegisteredBenchmarks();
-    for (std::size_t i = first; i < std::min(results.size(), first + chunk); ++i) register_result(results[i], copy_gbps);
-    benchmark::RunSpecifiedBenchmarks(&chunked);
-  }
-  benchmark::ClearRegisteredBenchmarks();
-  for (benchmark::BenchmarkReporter* r : to) r->Finalize();
-  out_file.close();
-  if (!opts.benchmark_out.empty() && !out_file) {
-    std::cerr << "ktune_bench: writing " << opts.benchmark_out << " failed\n";
+  if (!report_results(std::move(results), opts, build, dev, specs, base, copy_gbps, cold, run_seed, aborted, search_context))
     return 1;
-  }
-  std::cerr << "ktune_bench: wrote the results in "
-            << number(std::chrono::duration<double>(std::chrono::steady_clock::now() - report_start).count()) << " s\n";
-  // No benchmark::Shutdown() here: Google Benchmark 1.7's Shutdown deletes its custom-context map
-  // without resetting the pointer, so a second run in the same process (the GPU smoke test) would
-  // write into freed memory. main() shuts down once, at exit.
 
   if (aborted) {
     std::cerr << "ktune_bench: stopped early: " << abort_reason << "\n"

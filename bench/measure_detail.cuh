@@ -1,0 +1,286 @@
+// bench/measure_detail.cuh: what the measurer's files (bench/measure*.cu) share, private to them: the
+// state of a GpuMeasurer (its shape group's buffers, the gate's set, the search's timers) and the helpers
+// every step uses (phase timing, kept buffers, the storage type of a tensor).
+//
+// Per shape group: the harness draws one set of inputs for a seed derived from the run's seed and the
+// (op, dtype, shape), the float64 reference is computed once from them, and a rotation arena holds
+// `rotations` independent input/output sets (more than twice the L2 in total, so each timed launch
+// starts with a cold L2). A pristine device copy of the inputs restores set 0 before every gate, so a
+// variant that writes into its inputs (in-place ops, or a bug) cannot spoil the next variant's check.
+#pragma once
+
+#include "measure.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ktune/harness.hpp>
+#include <ktune/registry.hpp>
+#include <ktune/timing.cuh>
+#include <ktune/verify.hpp>
+
+#include "buffer_checks.cuh"
+#include "device_compare.cuh"
+
+namespace ktune::bench {
+
+inline constexpr std::size_t tensor_alignment = 256;   // what cudaMalloc gives: full-width vector paths apply
+
+inline std::string describe(const Status& st) {
+  std::string s = st.message;
+  if (st.cuda != cudaSuccess) s += std::string(" (") + cudaGetErrorName(st.cuda) + ": " + cudaGetErrorString(st.cuda) + ")";
+  return s;
+}
+
+inline TimingOptions to_options(const TimingSettings& t) {
+  TimingOptions o;
+  o.warmup = t.warmup;
+  o.min_samples = t.min_samples;
+  o.max_samples = t.max_samples;
+  o.stable_rel = t.stable_rel;
+  o.max_seconds = t.max_seconds;
+  o.graph = t.graph;
+  o.graph_below_us = t.graph_below_us;
+  o.graph_sample_us = t.graph_sample_us;
+  o.max_batch = t.max_batch;
+  return o;
+}
+
+inline Timed to_timed(const TimingResult& r) { return {r.median_us, r.min_us, r.max_us, r.samples, r.batch}; }
+
+/// Calls f(T{}) with the storage type of a tensor: fp32 tensors are float whatever the op's dtype.
+template <class F>
+decltype(auto) visit_tensor_type(const TensorInfo& t, DType dtype, F&& f) {
+  if (t.element_bytes == 4) return f(float{});
+  return visit_dtype(dtype, std::forward<F>(f));
+}
+
+inline double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// Adds the wall and process CPU time of its lifetime to one phase.
+class PhaseScope {
+ public:
+  PhaseScope(PhaseTimes& p, int phase) : p_(p), phase_(phase), wall_(std::chrono::steady_clock::now()), cpu_(cpu_seconds()) {}
+  ~PhaseScope() {
+    p_.wall_s[phase_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
+    p_.cpu_s[phase_] += cpu_seconds() - cpu_;
+  }
+
+ private:
+  PhaseTimes& p_;
+  int phase_;
+  std::chrono::steady_clock::time_point wall_;
+  double cpu_;
+};
+
+/// A device (or pinned host) buffer kept from one shape group to the next and grown when a group needs
+/// more: allocating and freeing every group's buffers (pinning and unpinning up to gigabytes, cudaFree
+/// synchronising the device) was most of the `prepare` phase that the host workers did not hide.
+struct KeptBuffer {
+  bool pinned = false;
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  KeptBuffer(const KeptBuffer&) = delete;
+  KeptBuffer& operator=(const KeptBuffer&) = delete;
+  explicit KeptBuffer(bool pinned_host = false) : pinned(pinned_host) {}
+  ~KeptBuffer() { free(); }
+  void free() {
+    if (p) (void)(pinned ? cudaFreeHost(p) : cudaFree(p));
+    p = nullptr;
+    bytes = 0;
+  }
+  /// At least `need` bytes (an error leaves the buffer empty and the CUDA error state clear).
+  cudaError_t reserve(std::size_t need) {
+    need = std::max<std::size_t>(need, 1);
+    if (bytes >= need) return cudaSuccess;
+    free();
+    const cudaError_t e = pinned ? cudaMallocHost(&p, need) : cudaMalloc(&p, need);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      p = nullptr;
+      return e;
+    }
+    bytes = need;
+    return cudaSuccess;
+  }
+  char* data() const { return static_cast<char*>(p); }
+};
+
+struct GpuMeasurer::State {
+  std::map<std::string, Spec> specs;
+  int arch = 0;
+  TimingSettings timing;
+  bool cold_l2 = true;
+  std::uint64_t run_seed = 0;
+  double copy_gbps = 0;
+  cudaStream_t stream = nullptr;
+  std::size_t l2_bytes = 0;
+
+  // The current shape group.
+  const Harness* harness = nullptr;
+  std::string op;
+  DType dtype = DType::f32;
+  Shape shape;
+  Tolerance tol;
+  std::uint64_t seed = 0;
+  double bytes_moved = 0;
+  std::vector<TensorInfo> tensors;
+  std::vector<std::size_t> offsets;     // of each tensor within a set
+  std::size_t set_bytes = 0;
+  std::size_t rotations = 1;
+  char* arena = nullptr;                // rotations x set_bytes
+  char* pristine = nullptr;             // the inputs as drawn, laid out like a set
+  std::vector<std::shared_ptr<const void>> args;  // one per set
+  std::vector<std::size_t> outputs;     // tensor index of each output
+  std::vector<std::vector<double>> reference;
+  std::vector<std::vector<double>> ref_norms;
+  std::vector<std::size_t> host_offsets;  // of each output in `host_out`
+  char* host_out = nullptr;             // pinned, for the gate's copies back
+  // Where arena, pristine, host_out, reference_dev and gate_arena live (grown, never freed per group).
+  KeptBuffer kept_arena, kept_pristine, kept_host_out{true}, kept_reference, kept_gate;
+  double upload_s = 0;                  // host-to-device copies of inputs and references, synchronised
+
+  // Host-to-device copies go through two pinned halves: the host copies a chunk into one (on four
+  // threads) while the copy engine moves the other. A pageable cudaMemcpyAsync moved about 7.6 GB/s
+  // (8 of the 25 s of `prepare` of a tune on an H200).
+  static constexpr std::size_t staging_half = std::size_t{64} << 20;
+  KeptBuffer kept_staging{true};
+  cudaEvent_t staged[2] = {nullptr, nullptr};
+  const Variant* checked = nullptr;     // the variant of the last successful check()
+  HostTensors host_inputs;              // kept by begin_rounds for a gate the rounds may need
+
+  // The judge's gate set (docs/judge.md): every tensor of the checked call in a region of its own with
+  // guard zones before and after it, or (separate_allocations, for compute-sanitizer) in a cudaMalloc
+  // of its own. Never one of the rotation sets: a write past a tensor must land in a guard.
+  bool separate_allocations = false;
+  bool wide_values = false;             // --value-range wide: inputs reaching the hundreds, exact zeros
+  char* gate_arena = nullptr;
+  std::size_t gate_arena_bytes = 0;
+  std::vector<void*> gate_allocs;
+  std::vector<char*> gate_ptr;          // each tensor's first byte
+  std::shared_ptr<const void> gate_args;
+  std::vector<std::uint64_t> input_digest;  // of each read-only tensor as drawn
+  bool gate_dirty = true;               // guards or inputs need restoring before the next run
+  CheckScratch check_scratch;
+  // Digests of each checked variant's outputs (in `outputs` order), by benchmark name: the timed
+  // calls must reproduce them bitwise. Kept across the screens and the rounds of a shape.
+  std::map<std::string, std::vector<std::uint64_t>> gate_digests;
+  std::uint64_t verify_draws = 0;       // fresh poison for every verification
+  double launch_floor_us = -1;          // one empty launch between two events, the fastest of five
+
+  // The gate on the device: the reference of each output, uploaded once per shape.
+  bool device_compare = false;
+  bool device_compare_off = false;      // a disagreement with the host turned it off for the run
+  bool cross_checked = false;           // this shape's first gate was compared on the host as well
+  std::vector<double*> reference_dev;
+  DeviceCompareScratch scratch;
+
+  // The halving search: the screen's settings, and per finalist a timer prepared on its first round.
+  TimingSettings screen = screen_timing(false), rounds = full_timing();
+  struct Prepared {
+    const Variant* v = nullptr;
+    std::size_t next = 0;               // the next rotation set
+    int batch = 1;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    Prepared() = default;
+    Prepared(const Prepared&) = delete;
+    Prepared& operator=(const Prepared&) = delete;
+    ~Prepared() {
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+    }
+  };
+  std::map<std::string, std::unique_ptr<Prepared>> prepared;
+  cudaEvent_t ev_start = nullptr, ev_stop = nullptr;
+
+  PhaseTimes phases;
+  std::vector<std::string> warnings;
+
+  void* tensor_ptr(std::size_t set, std::size_t t) const { return arena + set * set_bytes + offsets[t]; }
+
+  // ---- a group's buffers (measure_group.cu)
+  /// `bytes` from the host to the device on the measuring stream, through the staging halves from 4 MiB.
+  Status upload(void* dst, const void* src, std::size_t bytes);
+  /// Drops the group's buffers (their kept allocations stay for the next group) and hands its host
+  /// memory to a worker to free.
+  void release();
+
+  // ---- the gate (measure_gate.cu)
+  /// The gate set before a checked run: write-only outputs poisoned, in-place tensors as drawn, and
+  /// after a run that broke something (or the first), the guard zones and the read-only inputs too.
+  Status reset_gate();
+
+  /// After a checked run: every guard zone bitwise intact and every read-only input bitwise as drawn
+  /// (`verdict` gets the judge's message for the first violation, empty when none), and the digests of
+  /// the outputs (in outputs order). Two synchronisations whatever the number of tensors.
+  Status check_buffers(const std::string& when, std::string& verdict, std::vector<std::uint64_t>& output_digests);
+
+  // ---- the judge's checks of timed calls (measure_verify.cu)
+  /// The fastest of five single empty launches between two events: what a plain launch costs on top
+  /// of the kernel, once per process.
+  /// The least one call takes as verify_work times it: an empty kernel between two event nodes of a
+  /// graph captured, instantiated and uploaded just before (a graph's first launch pays the GPU's own
+  /// start-up of its nodes: about 12 us seen on an H200 for a 3.7 us call), or launched plainly between
+  /// two events (a call that cannot be captured). The larger of the two, each the fastest of five.
+  Status launch_floor(double& us);
+
+  /// The judge's check of timed calls (docs/judge.md, "the timed calls do the work"): two rotation sets
+  /// get their inputs checked and their write-only outputs overwritten with fresh random numbers (not
+  /// NaN: "compute only where the output is not a number" must skip here too), their in-place tensors
+  /// restored; one call each, as the timing made it. Their outputs must be bitwise the checked call's
+  /// (the gate's digests), and a call must not take much longer than the timed calls did each.
+  Status verify_work(const Variant& v, const std::string& name, double median_us, std::string& verdict);
+
+  /// "implausible_time: ..." when `median_us` is below what the spec's bytes need at the copy ceiling
+  /// measured in this run (beyond the margin), else empty.
+  std::string implausible(double median_us, double spread) const;
+
+  // ---- shared by every step (measure.cu)
+  /// The timing stream (graph capture needs a created one) and the L2 size, on first use.
+  Status ensure_stream();
+
+  /// Labels a CUDA failure of a variant; when the context is broken (a sticky error), marks it fatal.
+  void cuda_failure(BenchResult& r, const std::string& prefix, const Status& st);
+
+  Status ensure_events();
+
+  // ---- the rounds' timers (measure_timing.cu)
+  Status launch(Prepared& p) { return p.v->run(args[p.next++ % rotations].get(), stream); }
+
+  /// What time_kernel does before its samples, once per finalist: warm-up, then the capture of `batch`
+  /// launches when `graph` (the screen was graph-replayed: the rounds time the same way), `batch` sized
+  /// from the fastest of three single launches.
+  Status prepare_timer(Prepared& p, const TimingSettings& t, bool graph);
+
+  /// `samples` samples of a prepared timer, after one untimed launch (the first after another
+  /// finalist's round).
+  Status sample_prepared(Prepared& p, int samples, Timed& out);
+
+  // The host side of the groups to come, prepared on other cores (last: its workers read `specs`).
+  std::unique_ptr<HostPrefetcher> prefetch;
+  HostRequest host_request(const std::string& g_op, DType g_dtype, const Shape& g_shape, bool with_reference) const {
+    HostRequest r;
+    r.op = g_op;
+    r.dtype = g_dtype;
+    r.shape = g_shape;
+    r.seed = shape_seed(run_seed, g_op, g_dtype, g_shape.key());
+    r.reference = with_reference || wide_values;
+    r.wide = wide_values;
+    return r;
+  }
+};
+
+}  // namespace ktune::bench

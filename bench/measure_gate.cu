@@ -1,0 +1,317 @@
+// bench/measure_gate.cu: the judge's gate (docs/judge.md): can_implement, the device check, then the call
+// twice on the guarded gate set with shared memory scribbled, each run checked for writes outside its
+// tensors, changed inputs, unwritten outputs and wrong values (on the device, or copied back and compared
+// on the host), the two runs bitwise equal; the outputs' digests kept for the checks of timed calls.
+#include "measure_detail.cuh"
+
+#include <cmath>
+#include <thread>
+
+#include <ktune/device_check.hpp>
+#include <ktune/fill.cuh>
+#include <ktune/judge.hpp>
+
+#include "plan.hpp"
+
+namespace ktune::bench {
+
+namespace {
+
+constexpr std::size_t compare_chunk = reference_chunk;
+
+/// ktune::compare over chunks on several threads. Merging is exact for passing outputs; for failing
+/// ones rel_l2 can differ slightly from a single pass (the failure itself is exact).
+template <class T>
+Comparison compare_parallel(const T* out, const std::vector<double>& ref, const std::vector<double>& ref2_chunks,
+                            Tolerance tol) {
+  const std::size_t n = ref.size();
+  const std::size_t chunks = (n + compare_chunk - 1) / compare_chunk;
+  if (chunks <= 1) return compare(out, ref.data(), n, tol);
+  std::vector<Comparison> part(chunks);
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t workers = std::min<std::size_t>({chunks, hw, 32});
+  auto work = [&](std::size_t w) {
+    for (std::size_t c = w; c < chunks; c += workers) {
+      const std::size_t begin = c * compare_chunk;
+      part[c] = compare(out + begin, ref.data() + begin, std::min(compare_chunk, n - begin), tol);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(work, w);
+  work(0);
+  for (std::thread& t : pool) t.join();
+
+  Comparison c;
+  double err2 = 0, ref2 = 0;
+  for (std::size_t k = 0; k < chunks; ++k) {
+    const Comparison& p = part[k];
+    c.count += p.count;
+    c.unwritten += p.unwritten;
+    c.mismatched += p.mismatched;
+    if (c.first_unwritten == static_cast<std::size_t>(-1) && p.first_unwritten != static_cast<std::size_t>(-1))
+      c.first_unwritten = k * compare_chunk + p.first_unwritten;
+    if (c.first_bad == static_cast<std::size_t>(-1) && p.first_bad != static_cast<std::size_t>(-1)) {
+      c.first_bad = k * compare_chunk + p.first_bad;
+      c.first_bad_value = p.first_bad_value;
+      c.first_bad_ref = p.first_bad_ref;
+    }
+    c.max_abs = std::max(c.max_abs, p.max_abs);
+    err2 += p.rel_l2 * p.rel_l2 * (ref2_chunks[k] > 0 ? ref2_chunks[k] : 1.0);
+    ref2 += ref2_chunks[k];
+  }
+  c.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  c.passed = c.mismatched == 0 && c.rel_l2 <= tol.rel_l2;
+  return c;
+}
+
+/// Whether two comparisons of one output say the same (rel_l2 summed in another order: last bits).
+bool same_verdict(const Comparison& a, const Comparison& b) {
+  const double scale = std::max({std::fabs(a.rel_l2), std::fabs(b.rel_l2), 1e-300});
+  return a.passed == b.passed && a.count == b.count && a.unwritten == b.unwritten && a.mismatched == b.mismatched &&
+         a.first_bad == b.first_bad && a.first_unwritten == b.first_unwritten && a.max_abs == b.max_abs &&
+         (std::fabs(a.rel_l2 - b.rel_l2) <= 1e-6 * scale || (std::isnan(a.rel_l2) && std::isnan(b.rel_l2)));
+}
+
+}  // namespace
+
+Status GpuMeasurer::State::reset_gate() {
+  if (gate_dirty && gate_arena)
+    KTUNE_TRY(fill_bits(reinterpret_cast<float*>(gate_arena), gate_arena_bytes / 4, guard_word, stream));
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    const TensorInfo& ti = tensors[t];
+    if (ti.access == Access::write) {
+      KTUNE_TRY(visit_tensor_type(ti, dtype, [&](auto e) {
+        using T = decltype(e);
+        return fill_bits(reinterpret_cast<T*>(gate_ptr[t]), ti.elements, poison_bits<T>(), stream);
+      }));
+    } else if ((ti.access == Access::read_write || gate_dirty) && ti.bytes()) {
+      KTUNE_CUDA_TRY(cudaMemcpyAsync(gate_ptr[t], pristine + offsets[t], ti.bytes(), cudaMemcpyDeviceToDevice, stream));
+    }
+  }
+  gate_dirty = false;
+  return Status::success();
+}
+
+Status GpuMeasurer::State::check_buffers(const std::string& when, std::string& verdict, std::vector<std::uint64_t>& output_digests) {
+  verdict.clear();
+  if (gate_arena) {
+    std::vector<Span> zones;
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      const std::size_t bytes = tensors[t].bytes();
+      const std::size_t after = (bytes + tensor_alignment - 1) / tensor_alignment * tensor_alignment - bytes + guard_bytes;
+      zones.push_back({gate_ptr[t] - guard_bytes, guard_bytes, 0});
+      zones.push_back({gate_ptr[t] + bytes, after, static_cast<std::size_t>(gate_ptr[t] + bytes - gate_arena) % 4});
+    }
+    std::size_t zone = SIZE_MAX, first = SIZE_MAX;
+    KTUNE_TRY(check_guards(zones, stream, check_scratch, zone, first));
+    if (zone != SIZE_MAX) {
+      const TensorInfo& ti = tensors[zone / 2];
+      verdict = judge::message(judge::Verdict::out_of_bounds_write,
+                               zone % 2 == 0 ? ti.name + ": the guard zone before it changed, first at byte " +
+                                                   std::to_string(static_cast<long long>(first) - static_cast<long long>(guard_bytes)) +
+                                                   " (bytes before its first byte count from -1) " + when
+                                             : ti.name + ": the guard zone after it changed, first at byte +" + std::to_string(first) +
+                                                   " past its end (" + std::to_string(ti.bytes()) + " bytes) " + when);
+      gate_dirty = true;
+      return Status::success();
+    }
+  }
+  std::vector<Span> spans;
+  std::vector<std::size_t> inputs;
+  for (std::size_t t = 0; t < tensors.size(); ++t)
+    if (tensors[t].access == Access::read) {
+      inputs.push_back(t);
+      spans.push_back({gate_ptr[t], tensors[t].bytes(), 0});
+    }
+  for (std::size_t t : outputs) spans.push_back({gate_ptr[t], tensors[t].bytes(), 0});
+  std::vector<std::uint64_t> d;
+  KTUNE_TRY(digests(spans, stream, check_scratch, d));
+  output_digests.assign(d.begin() + static_cast<std::ptrdiff_t>(inputs.size()), d.end());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::size_t t = inputs[i];
+    if (d[i] == input_digest[t]) continue;
+    std::size_t first = SIZE_MAX;
+    KTUNE_TRY(first_difference(gate_ptr[t], pristine + offsets[t], tensors[t].bytes(), stream, check_scratch, first));
+    verdict = judge::message(judge::Verdict::input_modified, tensors[t].name + " is read-only but changed, first at byte " +
+                                                                 std::to_string(first) + " of " + std::to_string(tensors[t].bytes()) +
+                                                                 " " + when);
+    gate_dirty = true;
+    break;
+  }
+  return Status::success();
+}
+
+bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
+  State& s = *s_;
+  s.checked = nullptr;
+  PhaseScope phase(s.phases, PhaseTimes::gate);
+  // Variants compiled for the newest architecture the device runs (sm_90 code on an sm_100 device, say).
+  const int arch = variant_arch(Registry::global(), item.op, item.dtype, s.arch);
+  const Variant* v = Registry::global().find(item.op, item.dtype, arch, item.id);
+  if (!v) {
+    r.error = "cannot implement: variant " + item.id + " is not compiled into this binary for sm_" + std::to_string(s.arch);
+    return false;
+  }
+  const void* args = s.args.at(0).get();
+  const Status can = v->can_implement(args);
+  if (!can.ok()) {
+    r.error = "cannot implement: " + describe(can);
+    return false;
+  }
+
+  // Before running anything: a kernel that cannot launch here would only fail the gate confusingly.
+  // An original S reached only through its own launcher (ops the generator derived from a user's file)
+  // has no kernel pointer to ask about: it is gated and timed, not device-checked. Variants always are.
+  const KernelResources res = v->resources(args);
+  if (res.func || !v->is_original()) {
+    DeviceCheck dc;
+    const Status checked = check_on_device(res, dc);
+    if (!checked.ok()) {
+      s.cuda_failure(r, "rejected: the device check failed: ", checked);
+      return false;
+    }
+    r.registers = dc.registers;
+    r.local_bytes = static_cast<double>(dc.local_bytes);
+    r.occupancy = dc.occupancy;
+    if (!dc.ok) {
+      r.error = "rejected: " + dc.reason;
+      return false;
+    }
+  }
+
+  if (s.gate_ptr.empty()) {  // rounds of a finalist this process did not gate (a cached screen)
+    const std::string err = prepare_gate(s.host_inputs);
+    if (!err.empty()) {
+      r.error = "error: " + err;
+      r.cacheable = false;
+      return false;
+    }
+  }
+  // One checked run: shared memory scribbled, the call, the whole device synchronised (work a variant
+  // put on a stream of its own included), guard zones and read-only inputs checked.
+  auto checked_run = [&](std::uint32_t scribble, const std::string& when, std::vector<std::uint64_t>& out_digests) -> bool {
+    Status st = s.reset_gate();
+    if (st.ok()) st = scribble_shared_memory(scribble, s.stream);
+    if (!st.ok()) {
+      s.cuda_failure(r, "error: resetting the gate's buffers: ", st);
+      r.cacheable = r.fatal;
+      return false;
+    }
+    st = v->run(s.gate_args.get(), s.stream);
+    if (!st.ok()) {
+      s.gate_dirty = true;
+      if (st.code == StatusCode::cuda_error) s.cuda_failure(r, "incorrect: the launch failed: ", st);
+      else r.error = "cannot implement: " + describe(st);
+      return false;
+    }
+    st = Status::from_cuda(cudaDeviceSynchronize(), "the kernel");
+    if (!st.ok()) {
+      s.cuda_failure(r, "incorrect: ", st);
+      return false;
+    }
+    std::string verdict;
+    st = s.check_buffers(when, verdict, out_digests);
+    if (!st.ok()) {
+      s.cuda_failure(r, "error: checking the gate's buffers: ", st);
+      r.cacheable = r.fatal;
+      return false;
+    }
+    r.error = verdict;
+    return verdict.empty();
+  };
+  std::vector<std::uint64_t> first, second;  // digests of the outputs after each run
+  if (!checked_run(smem_scribble_first, "(the gate's first run)", first)) return false;
+
+  // Compared on the device when it may (the first gate of each shape on the host as well, as a check
+  // of the device comparison), else copied back and compared on the host.
+  auto host_compare = [&](std::vector<Comparison>& out) -> Status {
+    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+      const std::size_t t = s.outputs[o];
+      KTUNE_CUDA_TRY(cudaMemcpyAsync(s.host_out + s.host_offsets[o], s.gate_ptr[t], s.tensors[t].bytes(),
+                                     cudaMemcpyDeviceToHost, s.stream));
+    }
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
+    for (std::size_t o = 0; o < s.outputs.size(); ++o)
+      out.push_back(visit_tensor_type(s.tensors[s.outputs[o]], s.dtype, [&](auto e) {
+        using T = decltype(e);
+        return compare_parallel(reinterpret_cast<const T*>(s.host_out + s.host_offsets[o]), s.reference[o], s.ref_norms[o], s.tol);
+      }));
+    return Status::success();
+  };
+  auto compare_on_device = [&](std::vector<Comparison>& out) -> Status {
+    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+      const std::size_t t = s.outputs[o];
+      Comparison c;
+      KTUNE_TRY(visit_tensor_type(s.tensors[t], s.dtype, [&](auto e) {
+        using T = decltype(e);
+        return device_compare(reinterpret_cast<const T*>(s.gate_ptr[t]), s.reference_dev[o], s.tensors[t].elements, s.tol,
+                              s.stream, s.scratch, c);
+      }));
+      out.push_back(c);
+    }
+    return Status::success();
+  };
+  std::vector<Comparison> comparisons;
+  Status st = Status::success();
+  {
+    const bool on_device = s.device_compare && !s.device_compare_off && s.reference_dev.size() == s.outputs.size();
+    st = on_device ? compare_on_device(comparisons) : host_compare(comparisons);
+    if (st.ok() && on_device && !s.cross_checked) {
+      std::vector<Comparison> host;
+      st = host_compare(host);
+      s.cross_checked = true;
+      for (std::size_t o = 0; st.ok() && o < host.size(); ++o)
+        if (!same_verdict(host[o], comparisons[o])) {
+          s.device_compare_off = true;
+          s.warnings.push_back(item.name + ": the device comparison of " + s.tensors[s.outputs[o]].name + " (" +
+                               comparisons[o].summary() + ") disagrees with the host's (" + host[o].summary() +
+                               "): every later gate compares on the host");
+          comparisons = host;
+          break;
+        }
+    }
+  }
+  if (!st.ok()) {
+    s.cuda_failure(r, "error: ", st);
+    r.cacheable = r.fatal;
+    return false;
+  }
+
+  std::string unwritten, wrong;
+  for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+    const TensorInfo& t = s.tensors[s.outputs[o]];
+    const Comparison& c = comparisons[o];
+    r.rel_l2 = std::max(r.rel_l2, c.rel_l2);
+    r.max_abs = std::max(r.max_abs, c.max_abs);
+    // A read_write tensor starts as input: only a write-only output can hold the poison.
+    if (c.unwritten && t.access == Access::write && unwritten.empty())
+      unwritten = t.name + ": " + std::to_string(c.unwritten) + " of " + std::to_string(c.count) +
+                  " elements still hold the poison they were filled with, the first at [" + std::to_string(c.first_unwritten) + "]";
+    if (!c.passed && wrong.empty()) wrong = t.name + ": " + c.summary();
+  }
+  const std::string seed = " (seed " + std::to_string(s.seed) + ")";
+  if (!unwritten.empty()) {
+    r.error = judge::message(judge::Verdict::unwritten_output, unwritten + seed);
+    return false;
+  }
+  if (!wrong.empty()) {
+    r.error = judge::message(judge::Verdict::incorrect, wrong + seed);
+    return false;
+  }
+
+  // The same call again, with other leftovers in shared memory: bitwise the same outputs.
+  if (!checked_run(smem_scribble_second, "(the gate's second run of the same call)", second)) return false;
+  for (std::size_t o = 0; o < s.outputs.size(); ++o)
+    if (first[o] != second[o]) {
+      r.error = judge::message(judge::Verdict::nondeterministic,
+                               s.tensors[s.outputs[o]].name +
+                                   ": two runs of the same call on the same inputs gave outputs that differ bitwise (a race, "
+                                   "an order-dependent reduction, or a read of memory nobody wrote)" + seed);
+      return false;
+    }
+  s.gate_digests[item.name] = first;
+  s.checked = v;
+  return true;
+}
+
+}  // namespace ktune::bench

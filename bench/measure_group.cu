@@ -1,0 +1,273 @@
+// bench/measure_group.cu: a shape group's device side: the seed of its inputs, the host side taken from
+// the workers (or computed here), the inputs uploaded through pinned staging, the rotation arena, the
+// pristine copy and its digests, the reference on the device and the gate's guarded set; and their release.
+#include "measure_detail.cuh"
+
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include <ktune/fill.cuh>
+#include <ktune/random.hpp>
+
+namespace ktune::bench {
+
+std::uint64_t shape_seed(std::uint64_t run_seed, const std::string& op, DType dtype, const std::string& shape_key) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const std::string& s : {op, std::string(name(dtype)), shape_key}) {
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+    h = (h ^ '/') * 0x100000001b3ull;
+  }
+  return mix64(run_seed ^ h) & ((std::uint64_t{1} << 53) - 1);
+}
+
+Status GpuMeasurer::State::upload(void* dst, const void* src, std::size_t bytes) {
+  if (bytes < (std::size_t{4} << 20))
+    return Status::from_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+  KTUNE_CUDA_TRY(kept_staging.reserve(2 * staging_half));
+  for (cudaEvent_t& e : staged)
+    if (!e) KTUNE_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (std::size_t off = 0, k = 0; off < bytes; off += staging_half, ++k) {
+    const std::size_t n = std::min(staging_half, bytes - off);
+    char* half = kept_staging.data() + (k % 2) * staging_half;
+    KTUNE_CUDA_TRY(cudaEventSynchronize(staged[k % 2]));  // the copy engine is done with this half
+    const char* from = static_cast<const char*>(src) + off;
+    constexpr std::size_t parts = 4;
+    const std::size_t part = (n + parts - 1) / parts;
+    std::vector<std::thread> helpers;
+    for (std::size_t i = 1; i < parts && i * part < n; ++i)
+      helpers.emplace_back([=] { std::memcpy(half + i * part, from + i * part, std::min(part, n - i * part)); });
+    std::memcpy(half, from, std::min(part, n));
+    for (std::thread& t : helpers) t.join();
+    KTUNE_CUDA_TRY(cudaMemcpyAsync(static_cast<char*>(dst) + off, half, n, cudaMemcpyHostToDevice, stream));
+    KTUNE_CUDA_TRY(cudaEventRecord(staged[k % 2], stream));
+  }
+  return Status::success();
+}
+
+void GpuMeasurer::State::release() {
+  prepared.clear();  // the graphs hold pointers into the arena
+  reference_dev.clear();
+  cross_checked = false;
+  args.clear();  // Args may own nothing on the device, but drop them before the memory they point to
+  arena = pristine = host_out = nullptr;  // their kept buffers stay for the next group
+  gate_args.reset();
+  for (void* p : gate_allocs) cudaFree(p);
+  gate_arena = nullptr;
+  gate_arena_bytes = 0;
+  gate_allocs.clear();
+  gate_ptr.clear();
+  input_digest.clear();
+  gate_dirty = true;
+  if (prefetch) {  // the group's host memory is freed by a worker, not on the measuring thread
+    HostGroup old;
+    old.inputs = std::move(host_inputs);
+    old.reference = std::move(reference);
+    old.norms = std::move(ref_norms);
+    prefetch->discard(std::move(old));
+  }
+  host_inputs.clear();
+  reference.clear();
+  ref_norms.clear();
+  tensors.clear();
+  offsets.clear();
+  outputs.clear();
+  host_offsets.clear();
+  harness = nullptr;
+  checked = nullptr;
+  bytes_moved = 0;
+  seed = 0;
+  set_bytes = 0;
+  rotations = 1;
+}
+
+std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference) {
+  State& s = *s_;
+  PhaseScope phase(s.phases, PhaseTimes::prepare);
+  s.release();
+  if (const Status st = s.ensure_stream(); !st.ok()) return describe(st);
+  s.harness = HarnessRegistry::global().find(g.op);
+  if (!s.harness) return "no ktune::Harness registered for op " + g.op;
+  auto spec = s.specs.find(g.op);
+  if (spec == s.specs.end()) return "no spec.json for op " + g.op;
+  s.op = g.op;
+  s.dtype = g.dtype;
+  s.shape = g.shape;
+  s.tol = spec->second.tolerance_for(g.dtype);
+  s.seed = shape_seed(s.run_seed, g.op, g.dtype, g.shape.key());
+
+  // The host side (inputs, float64 reference): prepared ahead on other cores when the run said it
+  // would begin this group (expect), else here.
+  HostGroup hg = s.prefetch->take(s.host_request(g.op, g.dtype, g.shape, with_reference));
+  if (!hg.error.empty()) return hg.error;
+  s.bytes_moved = hg.bytes_moved;
+  s.tensors = std::move(hg.tensors);
+  s.reference = std::move(hg.reference);
+  s.ref_norms = std::move(hg.norms);
+  HostTensors host = std::move(hg.inputs);
+  for (std::size_t t = 0; t < s.tensors.size(); ++t)
+    if (s.tensors[t].is_output()) s.outputs.push_back(t);
+
+  for (const TensorInfo& t : s.tensors) {
+    s.offsets.push_back(s.set_bytes);
+    s.set_bytes += (t.bytes() + tensor_alignment - 1) / tensor_alignment * tensor_alignment;
+  }
+  if (s.set_bytes == 0) s.set_bytes = tensor_alignment;  // T = 0: nothing to move, still valid pointers
+
+  // Halve the rotation until it fits: a cold L2 with fewer sets beats no measurement.
+  s.rotations = s.cold_l2 ? rotations_for_cold_l2(s.set_bytes, s.l2_bytes) : 1;
+  for (;;) {
+    const cudaError_t e = s.kept_arena.reserve(s.rotations * s.set_bytes);
+    if (e == cudaSuccess) {
+      s.arena = s.kept_arena.data();
+      break;
+    }
+    if (e != cudaErrorMemoryAllocation || s.rotations == 1)
+      return "cudaMalloc of " + std::to_string(s.rotations * s.set_bytes) + " bytes: " + cudaGetErrorString(e);
+    s.rotations = (s.rotations + 1) / 2;
+  }
+  if (const cudaError_t e = s.kept_pristine.reserve(s.set_bytes); e != cudaSuccess)
+    return std::string("cudaMalloc of the pristine inputs: ") + cudaGetErrorString(e);
+  s.pristine = s.kept_pristine.data();
+
+  auto prepare = [&]() -> Status {
+    const auto upload0 = std::chrono::steady_clock::now();
+    for (std::size_t t = 0; t < s.tensors.size(); ++t)
+      if (s.tensors[t].access != Access::write && s.tensors[t].bytes())
+        // On the measuring stream, not the legacy one: a pageable cudaMemcpy may return before its DMA
+        // lands, and the copies into the rotation sets below must read the inputs, not what was there.
+        KTUNE_TRY(s.upload(s.pristine + s.offsets[t], host[t].data(), s.tensors[t].bytes()));
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
+    s.upload_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - upload0).count();
+    for (std::size_t set = 0; set < s.rotations; ++set) {
+      std::vector<void*> ptrs;
+      for (std::size_t t = 0; t < s.tensors.size(); ++t) {
+        const TensorInfo& ti = s.tensors[t];
+        ptrs.push_back(s.tensor_ptr(set, t));
+        if (ti.access != Access::write) {
+          KTUNE_CUDA_TRY(cudaMemcpyAsync(s.tensor_ptr(set, t), s.pristine + s.offsets[t], ti.bytes(),
+                                         cudaMemcpyDeviceToDevice, s.stream));
+        } else {  // outputs start as random data, never zeros
+          KTUNE_TRY(visit_tensor_type(ti, s.dtype, [&](auto e) {
+            using T = decltype(e);
+            return fill_uniform(static_cast<T*>(s.tensor_ptr(set, t)), ti.elements, mix64(s.seed + set + 1), -1.f, 1.f,
+                                s.stream);
+          }));
+        }
+      }
+      s.args.push_back(s.harness->make_args(s.shape, s.dtype, ptrs));
+    }
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
+    return Status::success();
+  };
+  Status st;
+  try {
+    st = prepare();
+  } catch (const std::exception& e) {
+    return std::string("the harness failed: ") + e.what();
+  }
+  if (!st.ok()) return "preparing the inputs: " + describe(st);
+  // The read-only inputs as drawn: the gate and the checks of timed calls compare with these.
+  {
+    std::vector<Span> spans;
+    for (std::size_t t = 0; t < s.tensors.size(); ++t)  // a write-only tensor's pristine bytes were never written
+      spans.push_back({s.pristine + s.offsets[t], s.tensors[t].access == Access::write ? 0 : s.tensors[t].bytes(), 0});
+    st = digests(spans, s.stream, s.check_scratch, s.input_digest);
+    if (!st.ok()) return "digests of the inputs: " + describe(st);
+  }
+  // Rounds of timing only need no reference: the finalists passed the gate in this process and their
+  // timed calls are checked against its digests. A finalist that did not (a cached screen) is gated
+  // first, from the inputs kept here.
+  if (!with_reference && !s.wide_values) {
+    s.host_inputs = std::move(host);
+    return {};
+  }
+  const std::string err = prepare_gate(host);
+  HostGroup used;
+  used.inputs = std::move(host);
+  s.prefetch->discard(std::move(used));
+  return err;
+}
+
+std::string GpuMeasurer::prepare_gate(const HostTensors& host) {
+  State& s = *s_;
+  if (s.reference.empty() && !s.outputs.empty()) {  // a reference the host workers did not compute
+    try {
+      s.reference = s.harness->reference(s.shape, s.dtype, host);
+    } catch (const std::exception& e) {
+      return std::string("the harness failed: ") + e.what();
+    }
+    s.ref_norms.clear();
+  }
+  if (s.reference.size() != s.outputs.size())
+    return "the harness's reference has " + std::to_string(s.reference.size()) + " outputs, its tensors " +
+           std::to_string(s.outputs.size());
+  std::size_t host_bytes = 0;
+  const bool norms_known = s.ref_norms.size() == s.reference.size();
+  if (!norms_known) s.ref_norms.clear();
+  s.host_offsets.clear();
+  for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+    const TensorInfo& t = s.tensors[s.outputs[o]];
+    if (s.reference[o].size() != t.elements)
+      return "the harness's reference of " + t.name + " has " + std::to_string(s.reference[o].size()) +
+             " elements, the tensor " + std::to_string(t.elements);
+    if (!norms_known) s.ref_norms.push_back(chunk_norms(s.reference[o]));
+    s.host_offsets.push_back(host_bytes);
+    host_bytes += t.bytes();
+  }
+  void* p = nullptr;
+  cudaError_t e = s.kept_host_out.reserve(host_bytes);
+  if (e != cudaSuccess) return std::string("cudaMallocHost of the output staging: ") + cudaGetErrorString(e);
+  s.host_out = s.kept_host_out.data();
+  if (s.device_compare && !s.device_compare_off) {
+    std::vector<std::size_t> at;
+    std::size_t bytes = 0;
+    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+      at.push_back(bytes);
+      bytes += (s.reference[o].size() * sizeof(double) + tensor_alignment - 1) / tensor_alignment * tensor_alignment;
+    }
+    e = s.kept_reference.reserve(bytes);
+    if (e != cudaSuccess) return std::string("cudaMalloc of the reference on the device: ") + cudaGetErrorString(e);
+    const auto upload0 = std::chrono::steady_clock::now();
+    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+      s.reference_dev.push_back(reinterpret_cast<double*>(s.kept_reference.data() + at[o]));
+      // On the measuring stream: ordered before the comparisons (see the inputs' upload).
+      const Status up = s.upload(s.reference_dev.back(), s.reference[o].data(), s.reference[o].size() * sizeof(double));
+      if (!up.ok()) return "copying the reference to the device: " + describe(up);
+    }
+    if ((e = cudaStreamSynchronize(s.stream)) != cudaSuccess)
+      return std::string("copying the reference to the device: ") + cudaGetErrorString(e);
+    s.upload_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - upload0).count();
+  }
+
+  // The gate set: [guard | tensor | guard] per tensor in one allocation, or each tensor alone.
+  s.gate_ptr.assign(s.tensors.size(), nullptr);
+  if (s.separate_allocations) {
+    for (std::size_t t = 0; t < s.tensors.size(); ++t) {
+      e = cudaMalloc(&p, std::max<std::size_t>(s.tensors[t].bytes(), 1));
+      if (e != cudaSuccess) return std::string("cudaMalloc of the gate's ") + s.tensors[t].name + ": " + cudaGetErrorString(e);
+      s.gate_allocs.push_back(p);
+      s.gate_ptr[t] = static_cast<char*>(p);
+    }
+  } else {
+    std::vector<std::size_t> at;
+    for (const TensorInfo& t : s.tensors) {
+      at.push_back(s.gate_arena_bytes + guard_bytes);
+      s.gate_arena_bytes += guard_bytes + (t.bytes() + tensor_alignment - 1) / tensor_alignment * tensor_alignment + guard_bytes;
+    }
+    if (s.gate_arena_bytes == 0) s.gate_arena_bytes = 2 * guard_bytes;
+    e = s.kept_gate.reserve(s.gate_arena_bytes);
+    if (e != cudaSuccess) return "cudaMalloc of the gate's guarded buffers (" + std::to_string(s.gate_arena_bytes) + " bytes): " + cudaGetErrorString(e);
+    s.gate_arena = s.kept_gate.data();
+    for (std::size_t t = 0; t < s.tensors.size(); ++t) s.gate_ptr[t] = s.gate_arena + at[t];
+  }
+  s.gate_dirty = true;
+  try {
+    s.gate_args = s.harness->make_args(s.shape, s.dtype, std::vector<void*>(s.gate_ptr.begin(), s.gate_ptr.end()));
+  } catch (const std::exception& ex) {
+    return std::string("the harness failed: ") + ex.what();
+  }
+  return {};
+}
+
+}  // namespace ktune::bench

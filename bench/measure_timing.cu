@@ -1,0 +1,155 @@
+// bench/measure_timing.cu: timing a variant that passed the gate: ktune::time_kernel over the rotation
+// (measure, the search's screens and re-timed screens), and the search's finalists' rounds, each timer
+// (warm-up, batch, graph) prepared once and sampled in every round; the judge checks every timing after it.
+#include "measure_detail.cuh"
+
+#include "plan.hpp"
+#include "retest.hpp"
+
+namespace ktune::bench {
+
+Status GpuMeasurer::State::prepare_timer(Prepared& p, const TimingSettings& t, bool graph) {
+  for (int i = 0; i < t.warmup; ++i) KTUNE_TRY(launch(p));
+  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+  KTUNE_TRY(ensure_events());
+  double one_us = 0;
+  for (int probe = 0; probe < 3; ++probe) {
+    KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
+    KTUNE_TRY(launch(p));
+    KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
+    KTUNE_CUDA_TRY(cudaEventSynchronize(ev_stop));
+    float ms = 0;
+    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
+    one_us = probe == 0 ? ms * 1e3 : std::min(one_us, ms * 1e3);
+  }
+  if (t.graph && graph) {
+    p.batch = static_cast<int>(std::clamp(t.graph_sample_us / std::max(one_us, 1.0), 2.0, static_cast<double>(t.max_batch)));
+    KTUNE_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    Status captured = Status::success();
+    for (int i = 0; i < p.batch && captured.ok(); ++i) captured = launch(p);
+    const cudaError_t end = cudaStreamEndCapture(stream, &p.graph);
+    KTUNE_TRY(captured);
+    KTUNE_CUDA_TRY(end);
+    KTUNE_CUDA_TRY(cudaGraphInstantiate(&p.exec, p.graph, 0));
+  }
+  return Status::success();
+}
+
+Status GpuMeasurer::State::sample_prepared(Prepared& p, int samples, Timed& out) {
+  auto once = [&]() -> Status {
+    if (p.exec) {
+      KTUNE_CUDA_TRY(cudaGraphLaunch(p.exec, stream));
+      return Status::success();
+    }
+    return launch(p);
+  };
+  KTUNE_TRY(once());
+  std::vector<double> us;
+  for (int i = 0; i < std::max(1, samples); ++i) {
+    KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
+    KTUNE_TRY(once());
+    KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
+    KTUNE_CUDA_TRY(cudaEventSynchronize(ev_stop));
+    float ms = 0;
+    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
+    us.push_back(ms * 1e3 / p.batch);
+  }
+  out.median_us = median(us);
+  out.min_us = *std::min_element(us.begin(), us.end());
+  out.max_us = *std::max_element(us.begin(), us.end());
+  out.samples = static_cast<int>(us.size());
+  out.batch = p.batch;
+  return Status::success();
+}
+
+bool GpuMeasurer::time(const WorkItem& item, const TimingSettings& timing, Timed& t, BenchResult& r) {
+  State& s = *s_;
+  const Variant* v = s.checked;
+  if (!v || v->id != item.id || v->op != item.op || v->dtype != item.dtype) {
+    v = Registry::global().find(item.op, item.dtype, variant_arch(Registry::global(), item.op, item.dtype, s.arch), item.id);
+    if (!v) {
+      r.error = "cannot implement: variant " + item.id + " is not compiled into this binary";
+      return false;
+    }
+  }
+  return timed_and_judged(*v, item.name, t, r, [&](Timed& out) -> Status {
+    TimingResult tr;
+    KTUNE_TRY(time_kernel([&](std::size_t set) { return v->run(s.args[set].get(), s.stream); }, s.rotations, s.stream,
+                          to_options(timing), tr));
+    out = to_timed(tr);
+    return Status::success();
+  });
+}
+
+BenchResult GpuMeasurer::measure(const WorkItem& item) {
+  BenchResult r = blank(item);
+  if (!check(item, r)) return r;
+  Timed t;
+  if (!time(item, s_->timing, t, r)) return r;
+  r.median_us = t.median_us;
+  r.min_us = t.min_us;
+  r.max_us = t.max_us;
+  r.samples = t.samples;
+  r.batch = t.batch;
+  r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
+  return r;
+}
+
+namespace {
+void set_timing(BenchResult& r, const Timed& t) {
+  r.median_us = t.median_us;
+  r.min_us = t.min_us;
+  r.max_us = t.max_us;
+  r.samples = t.samples;
+  r.batch = t.batch;
+  r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
+}
+}  // namespace
+
+BenchResult GpuMeasurer::screen(const WorkItem& item) {
+  BenchResult r = blank(item);
+  if (!check(item, r)) return r;
+  Timed t;
+  if (time(item, s_->screen, t, r)) set_timing(r, t);
+  return r;
+}
+
+BenchResult GpuMeasurer::retime(const WorkItem& item, const BenchResult& previous) {
+  BenchResult r = previous;
+  r.cached = false;
+  Timed t;
+  if (time(item, s_->screen, t, r)) set_timing(r, t);
+  return r;
+}
+
+bool GpuMeasurer::round(const WorkItem& item, int samples, bool graph, Timed& t, BenchResult& r) {
+  State& s = *s_;
+  // A finalist whose screen came from the cache was never checked in this process: its timed calls
+  // have no checked result to be compared with until it passes the gate here.
+  if (!s.gate_digests.count(item.name) && !check(item, r)) return false;
+  auto it = s.prepared.find(item.id);
+  if (it == s.prepared.end()) {
+    auto p = std::make_unique<State::Prepared>();
+    p->v = Registry::global().find(item.op, item.dtype, variant_arch(Registry::global(), item.op, item.dtype, s.arch), item.id);
+    if (!p->v) {
+      r.error = "cannot implement: variant " + item.id + " is not compiled into this binary";
+      return false;
+    }
+    if (s.args.empty()) {
+      r.error = "error: rounds of " + item.id + " before begin_rounds";
+      r.cacheable = false;
+      return false;
+    }
+    PhaseScope phase(s.phases, PhaseTimes::timing);
+    const Status st = s.prepare_timer(*p, s.rounds, graph);
+    if (!st.ok()) {
+      s.cuda_failure(r, "rejected: timing failed: ", st);
+      return false;
+    }
+    it = s.prepared.emplace(item.id, std::move(p)).first;
+  }
+  State::Prepared& p = *it->second;
+  return timed_and_judged(*p.v, item.name, t, r, [&](Timed& out) { return s.sample_prepared(p, samples, out); });
+}
+
+}  // namespace ktune::bench

@@ -1,0 +1,217 @@
+// bench/measure_verify.cu: the judge's checks of timed calls (docs/judge.md, "the timed calls do the
+// work"): after every timing two rotation sets are run once more from random outputs and must reproduce
+// the gate's digests within a time the timing allows, and a median faster than DRAM is timed again and
+// then rejected. timed_and_judged wraps every timing (variants, screens, rounds) in these checks.
+#include "measure_detail.cuh"
+
+#include <cstdio>
+
+#include <ktune/fill.cuh>
+#include <ktune/judge.hpp>
+#include <ktune/random.hpp>
+
+namespace ktune::bench {
+
+namespace {
+using judge::implausible_margin;
+using judge::work_time_factor;
+}  // namespace
+
+Status GpuMeasurer::State::launch_floor(double& us) {
+  if (launch_floor_us < 0) {
+    KTUNE_TRY(ensure_events());
+    double plain = -1, graphed = -1;
+    for (int i = 0; i < 5; ++i) {
+      KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
+      ktune::detail::empty_kernel<><<<1, 32, 0, stream>>>();
+      KTUNE_CUDA_TRY(cudaGetLastError());
+      KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
+      KTUNE_CUDA_TRY(cudaEventSynchronize(ev_stop));
+      float ms = 0;
+      KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
+      plain = i == 0 ? ms * 1e3 : std::min(plain, ms * 1e3);
+
+      ktune::detail::GraphGuard g;
+      KTUNE_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      cudaError_t e = cudaEventRecordWithFlags(ev_start, stream, cudaEventRecordExternal);
+      if (e == cudaSuccess) {
+        ktune::detail::empty_kernel<><<<1, 32, 0, stream>>>();
+        e = cudaGetLastError();
+      }
+      if (e == cudaSuccess) e = cudaEventRecordWithFlags(ev_stop, stream, cudaEventRecordExternal);
+      const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);  // always: the stream leaves capture
+      KTUNE_CUDA_TRY(e);
+      KTUNE_CUDA_TRY(end);
+      KTUNE_CUDA_TRY(cudaGraphInstantiate(&g.exec, g.graph, 0));
+      KTUNE_CUDA_TRY(cudaGraphUpload(g.exec, stream));
+      KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+      KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));
+      KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+      KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
+      graphed = i == 0 ? ms * 1e3 : std::min(graphed, ms * 1e3);
+    }
+    launch_floor_us = std::max(plain, graphed);
+  }
+  us = launch_floor_us;
+  return Status::success();
+}
+
+Status GpuMeasurer::State::verify_work(const Variant& v, const std::string& name, double median_us, std::string& verdict) {
+  verdict.clear();
+  const auto known = gate_digests.find(name);
+  if (known == gate_digests.end()) {
+    verdict = judge::message(judge::Verdict::error, "no checked call of " + v.id + " to verify its timed calls against");
+    return Status::success();
+  }
+  double floor_us = 0;
+  KTUNE_TRY(launch_floor(floor_us));
+  // One call as the judge checks it must not be much slower than the timed ones were each: a variant
+  // that computes only when it must (a sampled row that looks stale, say) was timed skipping work.
+  const double allowed_us = work_time_factor * median_us + 2 * floor_us;
+  std::vector<std::size_t> sets{0};
+  if (rotations > 1) sets.push_back(rotations / 2);
+  double fastest_us = -1;
+  // A single call of a few microseconds can be slow once (the GPU busy with another process, a graph's
+  // first launch): the check runs again, up to three times, before it blames the variant. Skipped work
+  // stays skipped: each run starts from outputs refilled with random numbers.
+  for (int attempt = 0; attempt < 3 && !(fastest_us >= 0 && fastest_us <= allowed_us); ++attempt)
+  for (std::size_t set : sets) {
+    // The call as a graph where it can be captured (the timing captured short kernels too), so the
+    // adapter's host work does not count as the call's time; the outputs are overwritten after the
+    // capture, so work that ran during it (a kernel put on a stream of the variant's own, which no
+    // graph of the call holds) does not count either.
+    // The two events are nodes of the graph, around the call: the time is the GPU's, not the host's
+    // to submit the graph (a busy host, such as the workers preparing later groups, adds nothing),
+    // and the graph is uploaded first so its first launch pays no upload either.
+    KTUNE_TRY(ensure_events());
+    ktune::detail::GraphGuard g;
+    if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+      const bool first = cudaEventRecordWithFlags(ev_start, stream, cudaEventRecordExternal) == cudaSuccess;
+      const Status captured = v.run(args[set].get(), stream);
+      const bool last = cudaEventRecordWithFlags(ev_stop, stream, cudaEventRecordExternal) == cudaSuccess;
+      const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);
+      if (!first || !captured.ok() || !last || end != cudaSuccess ||
+          cudaGraphInstantiate(&g.exec, g.graph, 0) != cudaSuccess || cudaGraphUpload(g.exec, stream) != cudaSuccess) {
+        if (g.exec) cudaGraphExecDestroy(g.exec);
+        g.exec = nullptr;
+      }
+    }
+    (void)cudaGetLastError();  // a call that cannot be captured is launched plainly below
+    KTUNE_CUDA_TRY(cudaDeviceSynchronize());  // whatever ran during the capture is done before the refill
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      const TensorInfo& ti = tensors[t];
+      if (ti.access == Access::read_write && ti.bytes()) {
+        KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor_ptr(set, t), pristine + offsets[t], ti.bytes(), cudaMemcpyDeviceToDevice, stream));
+      } else if (ti.access == Access::write) {
+        const std::uint64_t draw = mix64(seed ^ 0x7e57ed5e7ull ^ ++verify_draws);
+        KTUNE_TRY(visit_tensor_type(ti, dtype, [&](auto e) {
+          using T = decltype(e);
+          return fill_uniform(static_cast<T*>(tensor_ptr(set, t)), ti.elements, draw, -1.f, 1.f, stream);
+        }));
+      }
+    }
+    Status launched;  // after the refill on this stream; the graph's own events leave the refill out
+    if (g.exec) {
+      launched = Status::from_cuda(cudaGraphLaunch(g.exec, stream), "cudaGraphLaunch");
+    } else {  // a call that cannot be captured: timed from the host's side, launches included
+      launched = Status::from_cuda(cudaEventRecord(ev_start, stream), "cudaEventRecord");
+      if (launched.ok()) launched = v.run(args[set].get(), stream);
+      if (launched.ok()) launched = Status::from_cuda(cudaEventRecord(ev_stop, stream), "cudaEventRecord");
+    }
+    // The whole device: work a variant put on a stream of its own must have finished too.
+    if (launched.ok()) launched = Status::from_cuda(cudaDeviceSynchronize(), "the verified call");
+    KTUNE_TRY(launched);
+    float ms = 0;
+    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
+    fastest_us = fastest_us < 0 ? ms * 1e3 : std::min(fastest_us, ms * 1e3);
+    // The read-only inputs (still as drawn after the timed calls and this one) and the outputs, in one
+    // pass over the set.
+    std::vector<Span> spans;
+    std::vector<std::size_t> which;
+    for (std::size_t t = 0; t < tensors.size(); ++t)
+      if (tensors[t].access == Access::read && tensors[t].bytes()) {
+        spans.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
+        which.push_back(t);
+      }
+    for (std::size_t t : outputs) spans.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
+    std::vector<std::uint64_t> d;
+    KTUNE_TRY(digests(spans, stream, check_scratch, d));
+    for (std::size_t i = 0; i < which.size(); ++i)
+      if (d[i] != input_digest[which[i]]) {
+        verdict = judge::message(judge::Verdict::input_modified, tensors[which[i]].name +
+                                                                     " is read-only but the timed calls changed it (rotation set " +
+                                                                     std::to_string(set) + ")");
+        // The next variant is timed and checked on the inputs as drawn, not on what this one left.
+        for (std::size_t s = 0; s < rotations; ++s)
+          for (std::size_t t = 0; t < tensors.size(); ++t)
+            if (tensors[t].access != Access::write && tensors[t].bytes())
+              KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor_ptr(s, t), pristine + offsets[t], tensors[t].bytes(), cudaMemcpyDeviceToDevice, stream));
+        KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+        return Status::success();
+      }
+    for (std::size_t o = 0; o < outputs.size(); ++o)
+      if (d[which.size() + o] != known->second[o]) {
+        verdict = judge::message(judge::Verdict::work_skipped,
+                                 tensors[outputs[o]].name + " after a timed call (rotation set " + std::to_string(set) +
+                                     ", its outputs overwritten with random numbers first) is not bitwise the checked "
+                                     "call's result: the timed calls did not compute what the checked call computed");
+        return Status::success();
+      }
+  }
+  if (fastest_us > allowed_us) {
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "a checked call took %.2f us, but the timed calls took %.2f us each (allowed: %.1fx that + twice a "
+                  "launch, %.2f us): the timed calls skipped work the checked calls did",
+                  fastest_us, median_us, work_time_factor, allowed_us);
+    verdict = judge::message(judge::Verdict::work_skipped, buf);
+  }
+  return Status::success();
+}
+
+std::string GpuMeasurer::State::implausible(double median_us, double spread) const {
+  if (copy_gbps <= 0 || bytes_moved <= 0 || median_us <= 0) return {};
+  const double floor_us = bytes_moved / (copy_gbps * 1e3);
+  const double margin = std::max(implausible_margin, spread);
+  if (median_us * (1 + margin) >= floor_us) return {};
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "timed at %.3f us per call, but the spec's %.0f bytes need at least %.3f us at this GPU's copy ceiling "
+                "(%.0f GB/s, measured in this run): faster than DRAM can move them (%.0f%% of the ceiling)",
+                median_us, bytes_moved, floor_us, copy_gbps, 100 * floor_us / median_us);
+  return judge::message(judge::Verdict::implausible_time, buf);
+}
+
+bool GpuMeasurer::timed_and_judged(const Variant& v, const std::string& name, Timed& t, BenchResult& r,
+                                   const std::function<Status(Timed&)>& sample) {
+  State& s = *s_;
+  for (int attempt = 0;; ++attempt) {
+    {
+      PhaseScope phase(s.phases, PhaseTimes::timing);
+      const Status st = sample(t);
+      if (!st.ok()) {
+        s.cuda_failure(r, "rejected: timing failed: ", st);
+        return false;
+      }
+    }
+    PhaseScope phase(s.phases, PhaseTimes::verify);
+    std::string verdict;
+    const Status st = s.verify_work(v, name, t.median_us, verdict);
+    if (!st.ok()) {
+      s.cuda_failure(r, "incorrect: verifying the timed calls: ", st);
+      return false;
+    }
+    if (!verdict.empty()) {  // wrong work is not timed again
+      r.error = verdict;
+      return false;
+    }
+    verdict = s.implausible(t.median_us, t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0);
+    if (verdict.empty()) return true;
+    if (attempt == 1) {  // an implausible time is timed once more before it is rejected
+      r.error = verdict;
+      return false;
+    }
+  }
+}
+
+}  // namespace ktune::bench
