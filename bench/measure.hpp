@@ -1,7 +1,7 @@
 // bench/measure.hpp: the GPU half of the benchmark: device facts, the baselines (copy ceiling, empty
 // kernel), and the Measurer that gates, checks and times variants through the op's ktune::Harness.
 //
-// Host-compiler friendly: the CUDA kernels and ktune/timing.cuh stay in measure.cu.
+// Host-compiler friendly: the CUDA kernels and ktune/timing.cuh stay in the measure*.cu files.
 #pragma once
 
 #include <cuda_runtime_api.h>

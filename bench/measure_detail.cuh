@@ -178,7 +178,7 @@ struct GpuMeasurer::State {
   // calls must reproduce them bitwise. Kept across the screens and the rounds of a shape.
   std::map<std::string, std::vector<std::uint64_t>> gate_digests;
   std::uint64_t verify_draws = 0;       // fresh poison for every verification
-  double launch_floor_us = -1;          // one empty launch between two events, the fastest of five
+  double launch_floor_us = -1;          // launch_floor's figure, measured once per process
 
   // The gate on the device: the reference of each output, uploaded once per shape.
   bool device_compare = false;
@@ -229,8 +229,6 @@ struct GpuMeasurer::State {
   Status check_buffers(const std::string& when, std::string& verdict, std::vector<std::uint64_t>& output_digests);
 
   // ---- the judge's checks of timed calls (measure_verify.cu)
-  /// The fastest of five single empty launches between two events: what a plain launch costs on top
-  /// of the kernel, once per process.
   /// The least one call takes as verify_work times it: an empty kernel between two event nodes of a
   /// graph captured, instantiated and uploaded just before (a graph's first launch pays the GPU's own
   /// start-up of its nodes: about 12 us seen on an H200 for a 3.7 us call), or launched plainly between

@@ -88,7 +88,7 @@ std::string general_of(const std::vector<const std::vector<BenchResult>*>& group
 /// of its round medians) is never left out: it is not dropped on a disturbed measurement.
 bool clearly_out(const std::vector<double>& mine, const std::vector<double>& leader, const SearchSettings& s);
 
-/// The halving search's GPU half (bench/measure.cu implements it; tests fake it).
+/// The halving search's GPU half (bench/measure*.cu implement it; tests fake it).
 class SearchMeasurer : public Measurer {
  public:
   /// Gate, device check and a screening timing of one variant of the current group (begin_shape).
