@@ -41,8 +41,8 @@ std::vector<Command> commands();
 /// (tools/ktune/io.hpp) or other exception thrown by a command is printed with the command's name.
 int run_ktune(const std::vector<std::string>& args);
 
-/// A command's parser with the layout every command shares. `name` is "ktune select" and the like.
-/// Options given twice keep the last value (add TakeAll to a vector option yourself).
+/// Gives a command's parser (CLI::App{description, "ktune <name>"}) the layout and rules every command
+/// shares. Options given twice keep the last value (add TakeAll to a vector option yourself).
 void style(CLI::App& app);
 
 /// What parsing `args` into `app` found: --help asked for, or the usage problem ("" when none), worded
