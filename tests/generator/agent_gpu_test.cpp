@@ -43,7 +43,7 @@ fs::path gpu_work() {
 AgentOptions run_scripted_loop(const fs::path& work, const std::vector<std::string>& gpus) {
   std::error_code ec;
   fs::remove_all(work, ec);
-  ScopedEnv key("KTUNE_TEST_LLM_KEY", "placeholder-credential-gpu");
+  ScopedEnv key("KTUNE_TEST_LLM_KEY", "not-a-secret-agent-gpu");
   LlmTestServer server(work / "server", script_of({"does_not_compile", "wrong", "races", "slower", "faster"}));
   EXPECT_TRUE(server.ok()) << server.error();
   AgentOptions o = sample_options(work, server.base_url());

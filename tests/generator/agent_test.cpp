@@ -94,7 +94,8 @@ TEST(AgentCpu, NeverOverwritesAKernelFolderWithoutForce) {
 
 TEST(AgentCpu, CompilerMessagesGoBackThenNoGpuStopsAndTheReplayIsIdentical) {
   const fs::path work = fresh("loop");
-  ScopedEnv key("KTUNE_TEST_LLM_KEY", "placeholder-credential-123");
+  const std::string fake_key = "not-a-secret-agent-loop";  // sent to the loopback server only
+  ScopedEnv key("KTUNE_TEST_LLM_KEY", fake_key.c_str());
   ScopedEnv no_gpu("CUDA_VISIBLE_DEVICES", "");  // the candidates see no GPU, even on a GPU machine
   LlmTestServer server(work / "server", script_of({"does_not_compile", "faster"}));
   ASSERT_TRUE(server.ok()) << server.error();
@@ -108,7 +109,7 @@ TEST(AgentCpu, CompilerMessagesGoBackThenNoGpuStopsAndTheReplayIsIdentical) {
   // The second request carries the first answer and the compiler's messages about it.
   const std::vector<nlohmann::json> got = server.requests();
   ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0]["headers"].value("authorization", ""), "Bearer placeholder-credential-123");
+  EXPECT_EQ(got[0]["headers"].value("authorization", ""), "Bearer " + fake_key);
   const auto& messages = got[1]["body"]["messages"];
   ASSERT_EQ(messages.size(), 4u);  // system, task, the broken answer, the compiler's messages
   EXPECT_EQ(messages[2]["role"], "assistant");
@@ -125,7 +126,7 @@ TEST(AgentCpu, CompilerMessagesGoBackThenNoGpuStopsAndTheReplayIsIdentical) {
     EXPECT_TRUE(fs::exists(run / f)) << f;
   std::string err;
   const std::string recording = read_file(run / "llm.jsonl", err);
-  EXPECT_EQ(recording.find("placeholder-credential-123"), std::string::npos) << "the key leaked into the recording";
+  EXPECT_EQ(recording.find(fake_key), std::string::npos) << "the key leaked into the recording";
   EXPECT_FALSE(fs::exists(work / "kernels/gelu_tanh_and_mul")) << "nothing judged, nothing installed";
 
   // Replay: no server, no key, the same record.

@@ -22,7 +22,7 @@ using ktune::gen::test::LlmTestServer;
 using nlohmann::json;
 
 constexpr const char* key_env = "KTUNE_TEST_LLM_KEY";
-constexpr const char* secret_key = "placeholder-credential-DO-NOT-RECORD";
+constexpr const char* secret_key = "not-a-secret-DO-NOT-RECORD";
 
 std::string slurp(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
