@@ -85,26 +85,9 @@ BenchResult GpuMeasurer::measure(const WorkItem& item) {
   BenchResult r = blank(item);
   if (!check(item, r)) return r;
   Timed t;
-  if (!time(item, s_->timing, t, r)) return r;
-  r.median_us = t.median_us;
-  r.min_us = t.min_us;
-  r.max_us = t.max_us;
-  r.samples = t.samples;
-  r.batch = t.batch;
-  r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
+  if (time(item, s_->timing, t, r)) set_timing(r, t);
   return r;
 }
-
-namespace {
-void set_timing(BenchResult& r, const Timed& t) {
-  r.median_us = t.median_us;
-  r.min_us = t.min_us;
-  r.max_us = t.max_us;
-  r.samples = t.samples;
-  r.batch = t.batch;
-  r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
-}
-}  // namespace
 
 BenchResult GpuMeasurer::screen(const WorkItem& item) {
   BenchResult r = blank(item);

@@ -110,12 +110,7 @@ BenchResult baseline_row(const std::string& name, const Timed& t, double bytes, 
   BenchResult r;
   r.name = name;
   r.op = "ktune";
-  r.median_us = t.median_us;
-  r.min_us = t.min_us;
-  r.max_us = t.max_us;
-  r.samples = t.samples;
-  r.batch = t.batch;
-  r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
+  set_timing(r, t);
   r.bytes = bytes;
   r.copy_gbps = copy_gbps;
   return r;

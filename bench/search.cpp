@@ -13,6 +13,15 @@
 
 namespace ktune::bench {
 
+void set_timing(BenchResult& r, const Timed& t) {
+  r.median_us = t.median_us;
+  r.min_us = t.min_us;
+  r.max_us = t.max_us;
+  r.samples = t.samples;
+  r.batch = t.batch;
+  r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
+}
+
 TimingSettings full_timing() { return TimingSettings{}; }
 
 TimingSettings quick_timing() {

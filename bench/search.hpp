@@ -48,6 +48,8 @@ struct Timed {
   double median_us = 0, min_us = 0, max_us = 0;
   int samples = 0, batch = 1;
 };
+/// A timing's figures in a result: median, range, samples, batch and the spread they give.
+void set_timing(BenchResult& r, const Timed& t);
 
 struct SearchSettings {
   int top_k = 5;               ///< finalists per shape besides S and the general configuration
