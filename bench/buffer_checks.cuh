@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <ktune/dynamic_smem.hpp>
 #include <ktune/random.hpp>
 #include <ktune/status.hpp>
 
@@ -214,7 +215,7 @@ inline Status scribble_shared_memory(std::uint32_t pattern, cudaStream_t stream)
     KTUNE_CUDA_TRY(cudaGetDevice(&device));
     KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    KTUNE_CUDA_TRY(cudaFuncSetAttribute(detail::scribble_kernel<>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    KTUNE_TRY(ktune::detail::ensure_dynamic_smem(reinterpret_cast<const void*>(detail::scribble_kernel<>), optin));
     bytes = optin / 4 * 4;
     blocks = 2 * sms;
   }

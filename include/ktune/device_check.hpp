@@ -8,6 +8,7 @@
 #include <string>
 
 #include "device_info.hpp"
+#include "dynamic_smem.hpp"
 #include "registry.hpp"
 #include "status.hpp"
 
@@ -46,8 +47,9 @@ inline Status check_on_device(const KernelResources& r, DeviceCheck& out) {
                  " bytes of shared memory per block exceed the device's " + std::to_string(dev->smem_per_block_optin);
     return Status::success();
   }
-  if (r.smem > 48 * 1024)
-    KTUNE_CUDA_TRY(cudaFuncSetAttribute(r.func, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(r.smem)));
+  // Through the one record per kernel: setting the attribute here to this shape's size would lower the
+  // limit a wider shape's launch had raised, and that shape's next launch would fail.
+  KTUNE_TRY(detail::ensure_dynamic_smem(r.func, r.smem));
   KTUNE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&out.blocks_per_sm, r.func, r.threads, r.smem));
   out.occupancy = static_cast<double>(out.blocks_per_sm) * r.threads / dev->max_threads_per_sm;
   if (out.blocks_per_sm == 0) {

@@ -298,4 +298,36 @@ TEST(LaunchGpu, DynamicSharedMemoryLimitsArePerKernelAndNeverLowered) {
   }
   cudaFree(out);
 }
+
+// The fault behind fused_add_rmsnorm's stage 6 failing its timing rounds with cudaErrorInvalidValue at
+// h = 5120 once h = 8192 had been gated: the gate's device check set the limit to the narrower shape's
+// 96 KB, under the 100 KB a launch had raised it to and still counted on. The check must go through the
+// same record and never lower the limit.
+TEST(LaunchGpu, DeviceCheckNeverLowersALimitALaunchRaised) {
+  KTUNE_REQUIRE_GPU();
+  int optin = 0, dev = 0;
+  KTUNE_ASSERT_CUDA(cudaGetDevice(&dev));
+  KTUNE_ASSERT_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (optin < 100 * 1024) GTEST_SKIP() << "the device opts in to " << optin << " bytes of shared memory per block";
+  auto* kernel = smem_kernel<3>;
+  int* out = nullptr;
+  KTUNE_ASSERT_CUDA(cudaMalloc(&out, sizeof(int)));
+  ktune::LaunchShape wide;
+  wide.block = dim3(32);
+  wide.smem = 100 * 1024;
+  KTUNE_EXPECT_OK(ktune::launch(kernel, wide, nullptr, out, static_cast<int>(wide.smem / sizeof(int))));
+
+  ktune::DeviceCheck check;
+  KTUNE_ASSERT_OK(ktune::check_on_device({reinterpret_cast<const void*>(kernel), 32, 96 * 1024, 1}, check));
+  EXPECT_TRUE(check.ok) << check.reason;
+  cudaFuncAttributes attr{};
+  KTUNE_ASSERT_CUDA(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel)));
+  EXPECT_GE(attr.maxDynamicSharedSizeBytes, 100 * 1024);
+
+  int h = 0;
+  KTUNE_EXPECT_OK(ktune::launch(kernel, wide, nullptr, out, static_cast<int>(wide.smem / sizeof(int))));
+  KTUNE_ASSERT_CUDA(cudaMemcpy(&h, out, sizeof(int), cudaMemcpyDeviceToHost));
+  EXPECT_EQ(h, 3);
+  cudaFree(out);
+}
 }  // namespace
