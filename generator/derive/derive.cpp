@@ -189,9 +189,9 @@ DeriveResult derive_kernel_folder(const std::string& op, const std::string& s_so
     if (std::string e = check_name("tensor", t.name); !e.empty()) return fail(e);
     TensorModel x;
     x.name = t.name;
-    x.element = t.element_dtype;
+    x.element = t.element_dtype();
     x.access = t.access;
-    any_element = any_element || t.element_dtype;
+    any_element = any_element || t.element_dtype();
     std::string shape;
     for (std::size_t k = 0; k < t.extents.size(); ++k) {
       shape += (k ? ", " : "") + canonical_extent(t.extents[k]);

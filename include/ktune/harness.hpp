@@ -18,9 +18,18 @@
 
 namespace ktune {
 
-/// Named dimension values of one problem, in the spec's order: {{"tokens", 16}, {"d", 11008}}.
+/// Named dimension values of one problem, in the spec's order: {{"tokens", 16}, {"d", 11008}}, and the
+/// values of the op's scalar arguments for it (a bool as 0 or 1), which are no part of its name.
 struct Shape {
   std::vector<std::pair<std::string, std::int64_t>> dims;
+  std::vector<std::pair<std::string, double>> scalars;
+
+  /// The value of scalar `name`, or `fallback` (the spec's default) when this shape does not set it.
+  double scalar(const std::string& name, double fallback) const {
+    for (const auto& [n, v] : scalars)
+      if (n == name) return v;
+    return fallback;
+  }
 
   std::int64_t at(const std::string& name) const {
     for (const auto& [n, v] : dims)
@@ -40,7 +49,7 @@ enum class Access { read, write, read_write };
 struct TensorInfo {
   std::string name;
   std::size_t elements = 0;
-  int element_bytes = 0;     ///< 4 for fp32 tensors (LSE), else the op's dtype
+  int element_bytes = 0;     ///< the op's dtype's, or a fixed dtype's (fp32 LSE: 4, int64 positions: 8)
   Access access = Access::read;
   bool is_output() const { return access != Access::read; }
   std::size_t bytes() const { return elements * static_cast<std::size_t>(element_bytes); }

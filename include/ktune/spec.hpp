@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <limits>
@@ -39,15 +40,95 @@ struct ExtentFactor {
   std::int64_t constant = 1;
 };
 
+/// A tensor's dtype: the op's (`element`, one of the spec's dtypes) or a fixed one (schema 2).
+enum class TensorDType { element, fp32, int32, int64 };
+
+inline const char* name(TensorDType t) {
+  switch (t) {
+    case TensorDType::element: return "element";
+    case TensorDType::fp32: return "fp32";
+    case TensorDType::int32: return "int32";
+    case TensorDType::int64: return "int64";
+  }
+  return "?";
+}
+
+/// One end of an index tensor's value range: an integer or a dimension's value.
+struct RangeBound {
+  std::string dim;  ///< empty for a constant
+  std::int64_t constant = 0;
+  std::int64_t value(const Shape& shape) const { return dim.empty() ? constant : shape.at(dim); }
+};
+
 struct SpecTensor {
   std::string name;
   std::vector<std::string> shape;                  ///< as written: "tokens", "2*d"
   std::vector<std::vector<ExtentFactor>> extents;  ///< parsed shape: one product per axis
-  bool element_dtype = true;                       ///< "element" (the op's dtype) or "fp32"
+  TensorDType dtype = TensorDType::element;
   Access access = Access::read;
+  /// int32/int64 tensors: every value lies in [range_lo, range_hi). The caller's promise, which no
+  /// validate() can check without reading the tensor (as SGLang's kernels take positions); the harness
+  /// draws inside it.
+  RangeBound range_lo, range_hi;
+
+  bool element_dtype() const { return dtype == TensorDType::element; }
+  bool is_index() const { return dtype == TensorDType::int32 || dtype == TensorDType::int64; }
+  /// Bytes per value when the op runs in `e`.
+  int value_bytes(DType e) const {
+    return dtype == TensorDType::element ? size_of(e) : dtype == TensorDType::int64 ? 8 : 4;
+  }
 };
 
+/// A scalar argument's type (schema 2): C++ float, std::int64_t or bool.
+enum class ScalarType { float_, int_, bool_ };
+
+inline const char* name(ScalarType t) {
+  return t == ScalarType::float_ ? "float" : t == ScalarType::int_ ? "int" : "bool";
+}
+
+/// One comparison of a scalar's "valid" rule: value > 0, value <= 64, ...
+struct ScalarBound {
+  enum class Op { gt, ge, lt, le, ne } op = Op::gt;
+  double bound = 0;
+  bool admits(double v) const {
+    switch (op) {
+      case Op::gt: return v > bound;
+      case Op::ge: return v >= bound;
+      case Op::lt: return v < bound;
+      case Op::le: return v <= bound;
+      case Op::ne: return v != bound;
+    }
+    return false;
+  }
+};
+
+/// A scalar argument of the op (schema 2): eps, is_neox, ... A parameter of S's launcher and the public
+/// API (with its default), a member of Args, checked by validate(). The benchmark runs every shape at the
+/// default; the judge runs the spec's other values too (a bool's both).
+struct SpecScalar {
+  std::string name;
+  ScalarType type = ScalarType::float_;
+  double default_value = 0;      ///< a bool is 0 or 1
+  std::vector<double> values;    ///< the values the judge tries: the spec's "values", else the default (and a bool's both)
+  std::vector<ScalarBound> valid;  ///< all must hold; empty: any finite value of the type
+  std::string valid_text;        ///< as written ("> 0"), for messages
+
+  /// Whether `v` is a value validate() must accept: finite, of the type, and inside `valid`.
+  bool admits(double v) const {
+    if (!std::isfinite(v)) return false;
+    if (type == ScalarType::bool_ && v != 0 && v != 1) return false;
+    if (type == ScalarType::int_ && (v != static_cast<double>(static_cast<std::int64_t>(v)))) return false;
+    for (const ScalarBound& b : valid)
+      if (!b.admits(v)) return false;
+    return true;
+  }
+};
+
+/// The newest spec schema (docs/kernel-folder.md): 2 adds scalars and fixed-dtype (int32, int64) tensors.
+inline constexpr int spec_schema = 2;
+
 struct Spec {
+  int schema = 1;  ///< "schema" as written; 1 when absent
   std::string op;
   std::string summary;
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> dims;  ///< in the order written
@@ -56,11 +137,14 @@ struct Spec {
   std::vector<DType> dtypes;
   std::map<DType, Tolerance> tolerance;
   std::vector<SpecTensor> tensors;
+  std::vector<SpecScalar> scalars;  ///< in the order written
 
   /// The spec shapes: the cartesian product of `dims` in the order written, the first dimension
   /// varying slowest (as in the benchmark's enumeration).
   std::vector<Shape> shapes() const {
-    std::vector<Shape> out(1);
+    Shape first;
+    for (const SpecScalar& sc : scalars) first.scalars.emplace_back(sc.name, sc.default_value);
+    std::vector<Shape> out{first};
     for (const auto& [name, values] : dims) {
       std::vector<Shape> next;
       next.reserve(out.size() * values.size());
@@ -82,7 +166,7 @@ struct Spec {
       TensorInfo info;
       info.name = t.name;
       info.elements = static_cast<std::size_t>(elements(t, shape));
-      info.element_bytes = t.element_dtype ? size_of(dtype) : 4;
+      info.element_bytes = t.value_bytes(dtype);
       info.access = t.access;
       out.push_back(std::move(info));
     }
@@ -101,7 +185,7 @@ struct Spec {
   std::int64_t bytes(const Shape& shape, DType dtype) const {
     std::int64_t total = 0;
     for (const SpecTensor& t : tensors) {
-      const std::int64_t b = checked_mul(elements(t, shape), t.element_dtype ? size_of(dtype) : 4, t.name);
+      const std::int64_t b = checked_mul(elements(t, shape), t.value_bytes(dtype), t.name);
       total += t.access == Access::read_write ? 2 * b : b;
     }
     return total;
@@ -128,6 +212,11 @@ struct Spec {
     for (const auto& d : dims)
       if (d.first == dim) return true;
     return false;
+  }
+  const SpecScalar* find_scalar(const std::string& scalar) const {
+    for (const SpecScalar& sc : scalars)
+      if (sc.name == scalar) return &sc;
+    return nullptr;
   }
 
  private:
@@ -175,6 +264,83 @@ inline std::vector<ExtentFactor> parse_extent(const std::string& text, const Spe
   return out;
 }
 
+/// Dimension, scalar and tensor names become C++ identifiers: [A-Za-z_][A-Za-z0-9_]*.
+inline bool is_identifier(const std::string& name) {
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+/// Parses a scalar's "valid" rule: comparisons joined by "and", each an operator (>, >=, <, <=, !=) and
+/// a number: "> 0", ">= 1 and <= 64".
+inline std::vector<ScalarBound> parse_valid(const std::string& text, const std::string& where) {
+  std::vector<ScalarBound> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t end = text.find(" and ", pos);
+    if (end == std::string::npos) end = text.size();
+    std::string term = text.substr(pos, end - pos);
+    while (!term.empty() && term.front() == ' ') term.erase(term.begin());
+    while (!term.empty() && term.back() == ' ') term.pop_back();
+    ScalarBound b;
+    std::size_t skip = 0;
+    if (term.rfind(">=", 0) == 0) b.op = ScalarBound::Op::ge, skip = 2;
+    else if (term.rfind("<=", 0) == 0) b.op = ScalarBound::Op::le, skip = 2;
+    else if (term.rfind("!=", 0) == 0) b.op = ScalarBound::Op::ne, skip = 2;
+    else if (term.rfind(">", 0) == 0) b.op = ScalarBound::Op::gt, skip = 1;
+    else if (term.rfind("<", 0) == 0) b.op = ScalarBound::Op::lt, skip = 1;
+    else spec_fail(where, "\"valid\": '" + term + "' is not a comparison (>, >=, <, <=, != and a number; join with \" and \")");
+    std::string number = term.substr(skip);
+    while (!number.empty() && number.front() == ' ') number.erase(number.begin());
+    std::size_t used = 0;
+    try {
+      b.bound = std::stod(number, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != number.size() || !std::isfinite(b.bound))
+      spec_fail(where, "\"valid\": '" + number + "' in '" + term + "' is not a finite number");
+    out.push_back(b);
+    pos = end + 5;
+  }
+  return out;
+}
+
+/// A scalar's value as written: a number of the type (a bool: true or false), as a double.
+template <class Json>
+double scalar_value(const Json& v, ScalarType type, const std::string& where, const char* what) {
+  if (type == ScalarType::bool_) {
+    if (!v.is_boolean()) spec_fail(where, std::string(what) + " must be true or false (a bool scalar)");
+    return v.template get<bool>() ? 1.0 : 0.0;
+  }
+  if (type == ScalarType::int_) {
+    if (!v.is_number_integer()) spec_fail(where, std::string(what) + " must be an integer (an int scalar)");
+    return static_cast<double>(v.template get<std::int64_t>());
+  }
+  if (!v.is_number()) spec_fail(where, std::string(what) + " must be a number (a float scalar)");
+  const double x = v.template get<double>();
+  if (!std::isfinite(x) || std::fabs(x) > std::numeric_limits<float>::max())
+    spec_fail(where, std::string(what) + " must be a finite number in float's range");
+  return x;
+}
+
+/// One end of an index tensor's range: a non-negative integer or a dimension's name.
+template <class Json>
+RangeBound range_bound(const Json& v, const Spec& spec, const std::string& where) {
+  RangeBound b;
+  if (v.is_number_integer()) {
+    b.constant = v.template get<std::int64_t>();
+    if (b.constant < 0) spec_fail(where, "\"range\": bounds are non-negative integers or dimension names");
+  } else if (v.is_string()) {
+    b.dim = v.template get<std::string>();
+    if (!spec.has_dim(b.dim)) spec_fail(where, "\"range\": '" + b.dim + "' is not a dimension of the spec");
+  } else {
+    spec_fail(where, "\"range\": bounds are non-negative integers or dimension names");
+  }
+  return b;
+}
+
 template <class Json>
 const Json& spec_member(const Json& j, const char* key, const std::string& where) {
   auto it = j.find(key);
@@ -198,6 +364,12 @@ inline Spec parse_spec(const nlohmann::ordered_json& j, const std::string& where
   using detail::spec_fail;
   if (!j.is_object()) spec_fail(where, "the spec must be a JSON object");
   Spec s;
+  if (auto it = j.find("schema"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > spec_schema)
+      spec_fail(where, "\"schema\" must be 1 or " + std::to_string(spec_schema) + " (this ktune reads up to " +
+                           std::to_string(spec_schema) + ")");
+    s.schema = it->get<int>();
+  }
   s.op = detail::spec_string(j, "op", where);
   if (auto it = j.find("summary"); it != j.end()) {
     if (!it->is_string()) spec_fail(where, "\"summary\" must be a string");
@@ -208,10 +380,7 @@ inline Spec parse_spec(const nlohmann::ordered_json& j, const std::string& where
   if (!dims.is_object() || dims.empty()) spec_fail(where, "\"dims\" must be a non-empty object of name: [values]");
   for (const auto& [name, values] : dims.items()) {
     const std::string w = where + ": dims." + name;
-    if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
-      spec_fail(w, "a dimension name must start with a letter");
-    for (char c : name)
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) spec_fail(w, "a dimension name is [A-Za-z_][A-Za-z0-9_]*");
+    if (!detail::is_identifier(name)) spec_fail(w, "a dimension name is [A-Za-z_][A-Za-z0-9_]*");
     if (!values.is_array() || values.empty()) spec_fail(w, "must be a non-empty array of positive integers");
     std::vector<std::int64_t> vs;
     for (const auto& v : values) {
@@ -278,18 +447,81 @@ inline Spec parse_spec(const nlohmann::ordered_json& j, const std::string& where
       st.extents.push_back(detail::parse_extent(st.shape.back(), s, w));
     }
     const std::string dt = detail::spec_string(t, "dtype", w);
-    if (dt == "element") st.element_dtype = true;
-    else if (dt == "fp32") st.element_dtype = false;
-    else spec_fail(w, "\"dtype\" must be \"element\" or \"fp32\", not \"" + dt + "\"");
+    if (dt == "element") st.dtype = TensorDType::element;
+    else if (dt == "fp32") st.dtype = TensorDType::fp32;
+    else if (dt == "int32" && s.schema >= 2) st.dtype = TensorDType::int32;
+    else if (dt == "int64" && s.schema >= 2) st.dtype = TensorDType::int64;
+    else if (dt == "int32" || dt == "int64") spec_fail(w, "\"dtype\": \"" + dt + "\" needs \"schema\": 2");
+    else spec_fail(w, "\"dtype\" must be \"element\", \"fp32\", \"int32\" or \"int64\", not \"" + dt + "\"");
+    if (auto r = t.find("range"); r != t.end()) {
+      if (!st.is_index()) spec_fail(w, "\"range\" is for int32 and int64 tensors (index inputs)");
+      if (!r->is_array() || r->size() != 2) spec_fail(w, "\"range\" must be [lo, hi): two bounds");
+      st.range_lo = detail::range_bound((*r)[0], s, w);
+      st.range_hi = detail::range_bound((*r)[1], s, w);
+    } else if (st.is_index()) {
+      spec_fail(w, "an " + dt + " tensor needs \"range\": [lo, hi), the values the caller promises (e.g. [0, \"max_pos\"])");
+    }
     const std::string ac = detail::spec_string(t, "access", w);
     if (ac == "read") st.access = Access::read;
     else if (ac == "write") st.access = Access::write;
     else if (ac == "read_write") st.access = Access::read_write;
     else spec_fail(w, "\"access\" must be read, write or read_write, not \"" + ac + "\"");
+    if (st.is_index() && st.access != Access::read)
+      spec_fail(w, "an " + dt + " tensor is an index input: its \"access\" must be read");
+    if (s.has_dim(st.name)) spec_fail(w, "tensor name '" + st.name + "' is also a dimension");
     any_output = any_output || st.access != Access::read;
     s.tensors.push_back(std::move(st));
   }
   if (!any_output) spec_fail(where, "no tensor is written (access write or read_write)");
+
+  if (auto it = j.find("scalars"); it != j.end()) {
+    if (s.schema < 2) spec_fail(where, "\"scalars\" needs \"schema\": 2");
+    if (!it->is_array()) spec_fail(where, "\"scalars\" must be an array of {name, type, default, ...}");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const auto& x = (*it)[i];
+      const std::string w = where + ": scalars[" + std::to_string(i) + "]";
+      if (!x.is_object()) spec_fail(w, "must be an object");
+      SpecScalar sc;
+      sc.name = detail::spec_string(x, "name", w);
+      if (!detail::is_identifier(sc.name)) spec_fail(w, "a scalar name is [A-Za-z_][A-Za-z0-9_]*");
+      if (s.has_dim(sc.name) || s.find_scalar(sc.name))
+        spec_fail(w, "scalar name '" + sc.name + "' is already a dimension or a scalar");
+      for (const SpecTensor& t : s.tensors)
+        if (t.name == sc.name) spec_fail(w, "scalar name '" + sc.name + "' is already a tensor");
+      const std::string type = detail::spec_string(x, "type", w);
+      if (type == "float") sc.type = ScalarType::float_;
+      else if (type == "int") sc.type = ScalarType::int_;
+      else if (type == "bool") sc.type = ScalarType::bool_;
+      else spec_fail(w, "\"type\" must be float, int or bool, not \"" + type + "\"");
+      if (auto v = x.find("valid"); v != x.end()) {
+        if (sc.type == ScalarType::bool_) spec_fail(w, "\"valid\" is for float and int scalars");
+        if (!v->is_string()) spec_fail(w, "\"valid\" must be a string such as \"> 0\"");
+        sc.valid_text = v->get<std::string>();
+        sc.valid = detail::parse_valid(sc.valid_text, w);
+      }
+      sc.default_value = detail::scalar_value(detail::spec_member(x, "default", w), sc.type, w, "\"default\"");
+      if (!sc.admits(sc.default_value)) spec_fail(w, "\"default\" is not valid (" + sc.valid_text + ")");
+      if (auto v = x.find("values"); v != x.end()) {
+        if (!v->is_array() || v->empty()) spec_fail(w, "\"values\" must be a non-empty array");
+        for (const auto& e : *v) {
+          const double value = detail::scalar_value(e, sc.type, w, "each of \"values\"");
+          if (!sc.admits(value)) spec_fail(w, "\"values\": " + e.dump() + " is not valid (" + sc.valid_text + ")");
+          for (double u : sc.values)
+            if (u == value) spec_fail(w, "\"values\": " + e.dump() + " is listed twice");
+          sc.values.push_back(value);
+        }
+      }
+      // The judge tries the default and every listed value; a bool always both.
+      auto add = [&](double v) {
+        for (double u : sc.values)
+          if (u == v) return;
+        sc.values.push_back(v);
+      };
+      add(sc.default_value);
+      if (sc.type == ScalarType::bool_) add(1 - sc.default_value);
+      s.scalars.push_back(std::move(sc));
+    }
+  }
 
   // Surface overflow now rather than at the first benchmark.
   for (const Shape& shape : s.shapes())

@@ -42,8 +42,11 @@ inline float input_value(Tensor t, std::uint64_t seed, std::uint64_t i) {
   }
 }
 
-/// The spec's eps (the public API's default).
+/// The spec's default eps (the public API's default); a shape may carry another (spec.json's "values").
 inline constexpr float default_eps = 1e-6f;
+
+/// eps for `shape`, as the kernels take it (fp32).
+inline float eps_of(const Shape& shape) { return static_cast<float>(shape.scalar("eps", default_eps)); }
 
 class Harness final : public ktune::Harness {
  public:
@@ -90,7 +93,7 @@ class Harness final : public ktune::Harness {
       }
     });
     std::vector<std::vector<double>> out(2, std::vector<double>(static_cast<std::size_t>(t * h)));
-    ops::fused_add_rmsnorm::reference(v[0].data(), v[1].data(), v[2].data(), t, h, h, h, default_eps, dtype,
+    ops::fused_add_rmsnorm::reference(v[0].data(), v[1].data(), v[2].data(), t, h, h, h, eps_of(shape), dtype,
                                       out[0].data(), out[1].data());
     return out;
   }
@@ -102,7 +105,7 @@ class Harness final : public ktune::Harness {
     return visit_dtype(dtype, [&](auto element) -> std::shared_ptr<const void> {
       using E = decltype(element);
       return std::make_shared<const Args<E>>(Args<E>{static_cast<E*>(device[0]), static_cast<E*>(device[1]),
-                                                     static_cast<const E*>(device[2]), t, h, h, h, default_eps});
+                                                     static_cast<const E*>(device[2]), t, h, h, h, eps_of(shape)});
     });
   }
 };

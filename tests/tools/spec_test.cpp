@@ -98,3 +98,86 @@ TEST(Spec, TextFormNamesItsOriginOnBadJson) {
   EXPECT_EQ(ktune::parse_spec_text(toy().dump(), "toy").op, "toy");
 }
 }  // namespace
+
+namespace {
+// Schema 2: the rotary embedding's spec, cut down (int64 positions with a range, an fp32 cache, scalars).
+ojson rope() {
+  return ojson::parse(R"({
+    "schema": 2, "op": "rope", "dims": {"tokens": [1, 16], "heads": [32], "max_pos": [4096]},
+    "tokens_dim": "tokens", "width_dim": "heads", "dtypes": ["bf16"],
+    "tolerance": {"bf16": {"rel_l2": 1e-2, "atol": 1e-2, "rtol": 1e-2}},
+    "scalars": [
+      {"name": "eps", "type": "float", "default": 1e-6, "valid": "> 0 and < 1", "values": [1e-5]},
+      {"name": "is_neox", "type": "bool", "default": true},
+      {"name": "rotary_dim", "type": "int", "default": 128, "valid": ">= 2"}
+    ],
+    "tensors": [
+      {"name": "positions", "shape": ["tokens"], "dtype": "int64", "access": "read", "range": [0, "max_pos"]},
+      {"name": "cache", "shape": ["max_pos", "128"], "dtype": "fp32", "access": "read"},
+      {"name": "query", "shape": ["tokens", "heads", "128"], "dtype": "element", "access": "read_write"}
+    ]})");
+}
+
+TEST(Spec, SchemaTwoReadsScalarsAndFixedDtypeTensors) {
+  const ktune::Spec s = ktune::parse_spec(rope());
+  EXPECT_EQ(s.schema, 2);
+  ASSERT_EQ(s.scalars.size(), 3u);
+  const ktune::SpecScalar& eps = s.scalars[0];
+  EXPECT_EQ(eps.type, ktune::ScalarType::float_);
+  EXPECT_DOUBLE_EQ(eps.default_value, 1e-6);
+  EXPECT_EQ(eps.values, (std::vector<double>{1e-5, 1e-6}));  // the spec's values, then the default
+  EXPECT_TRUE(eps.admits(0.5));
+  EXPECT_FALSE(eps.admits(0));
+  EXPECT_FALSE(eps.admits(1));
+  EXPECT_FALSE(eps.admits(std::nan("")));
+  const ktune::SpecScalar& neox = *s.find_scalar("is_neox");
+  EXPECT_EQ(neox.values, (std::vector<double>{1, 0}));  // a bool's both values
+  EXPECT_FALSE(neox.admits(2));
+  EXPECT_FALSE(s.find_scalar("rotary_dim")->admits(2.5));  // an int scalar takes integers
+  EXPECT_FALSE(s.find_scalar("rotary_dim")->admits(1));
+
+  // Every shape carries the scalars' defaults, and no scalar is part of its name.
+  const ktune::Shape shape = s.shapes()[1];
+  EXPECT_EQ(shape.key(), "tokens=16,heads=32,max_pos=4096");
+  EXPECT_DOUBLE_EQ(shape.scalar("eps", 0), 1e-6);
+  EXPECT_DOUBLE_EQ(shape.scalar("is_neox", 0), 1);
+  EXPECT_DOUBLE_EQ(shape.scalar("absent", 7), 7);
+
+  const ktune::SpecTensor& pos = s.tensors[0];
+  EXPECT_TRUE(pos.is_index());
+  EXPECT_EQ(pos.range_lo.value(shape), 0);
+  EXPECT_EQ(pos.range_hi.value(shape), 4096);
+  // positions 16 * 8 bytes, cache 4096 * 128 * 4, query 16 * 32 * 128 * 2 read and written.
+  EXPECT_EQ(s.bytes(shape, ktune::DType::bf16), 16 * 8 + 4096 * 128 * 4 + 2 * 16 * 32 * 128 * 2);
+  EXPECT_EQ(s.tensor_infos(shape, ktune::DType::bf16)[0].element_bytes, 8);
+}
+
+TEST(Spec, MalformedSchemaTwoFieldsFailNamingTheFieldAndTheReason) {
+  auto scalar = [](int i, const char* key, const ojson& v) {
+    auto j = rope();
+    j["scalars"][i][key] = v;
+    return j;
+  };
+  expect_error(scalar(0, "type", "double"), "scalars[0]: \"type\" must be float, int or bool");
+  expect_error(scalar(0, "default", 0), "scalars[0]: \"default\" is not valid (> 0 and < 1)");
+  expect_error(scalar(0, "valid", "positive"), "\"valid\": 'positive' is not a comparison");
+  expect_error(scalar(0, "valid", "> x"), "'x' in '> x' is not a finite number");
+  expect_error(scalar(0, "values", ojson::array({1e-5, 1e-5})), "is listed twice");
+  expect_error(scalar(0, "values", ojson::array({2.0})), "\"values\": 2.0 is not valid");
+  expect_error(scalar(0, "name", "tokens"), "scalar name 'tokens' is already a dimension");
+  expect_error(scalar(0, "name", "query"), "scalar name 'query' is already a tensor");
+  expect_error(scalar(1, "default", 1), "scalars[1]: \"default\" must be true or false");
+  expect_error(scalar(1, "valid", "> 0"), "\"valid\" is for float and int scalars");
+  expect_error(scalar(2, "default", 1.5), "\"default\" must be an integer");
+  { auto j = rope(); j["scalars"][0].erase("default"); expect_error(j, "scalars[0]: missing \"default\""); }
+  { auto j = rope(); j["tensors"][0].erase("range"); expect_error(j, "tensors[0]: an int64 tensor needs \"range\""); }
+  { auto j = rope(); j["tensors"][0]["range"] = ojson::array({0, "seq"}); expect_error(j, "'seq' is not a dimension"); }
+  { auto j = rope(); j["tensors"][0]["access"] = "write"; expect_error(j, "is an index input"); }
+  { auto j = rope(); j["tensors"][1]["range"] = ojson::array({0, 1}); expect_error(j, "\"range\" is for int32 and int64"); }
+  { auto j = rope(); j["tensors"][0]["dtype"] = "int8"; expect_error(j, "\"dtype\" must be \"element\", \"fp32\", \"int32\" or \"int64\""); }
+  { auto j = rope(); j["schema"] = 3; expect_error(j, "\"schema\" must be 1 or 2"); }
+  // Schema 1 (no "schema") keeps its meaning: no scalars, no index tensors.
+  { auto j = rope(); j.erase("schema"); expect_error(j, "needs \"schema\": 2"); }
+  { auto j = toy(); j["scalars"] = ojson::array(); expect_error(j, "\"scalars\" needs \"schema\": 2"); }
+}
+}  // namespace
