@@ -1,9 +1,11 @@
-// examples/02_pytorch_extension/ktune_torch.cpp: ktune's three tuned kernels as a PyTorch extension
+// examples/02_pytorch_extension/ktune_torch.cpp: ktune's four tuned kernels as a PyTorch extension
 // whose Python functions take sgl_kernel's signatures, so a serving engine can swap them in:
 //
 //   silu_and_mul(input, out=None) -> out
 //   fused_add_rmsnorm(input, residual, weight, eps=1e-6, enable_pdl=None) -> None   (in place)
 //   merge_state_v2(v_a, s_a, v_b, s_b, v_merged=None, s_merged=None) -> (v_merged, s_merged)
+//   apply_rope_with_cos_sin_cache_inplace(positions, query, key, head_size, cos_sin_cache, is_neox=True,
+//                                         fused_set_kv_buffer_arg=None, enable_pdl=None) -> None   (in place)
 //
 // This file is compiled by the host compiler: it includes only the host-only declarations
 // (kernels/<op>/<op>.hpp) and calls the runtime-dtype entry points, which the extension's .cu sources
@@ -27,6 +29,7 @@
 
 #include <kernels/fused_add_rmsnorm/fused_add_rmsnorm.hpp>
 #include <kernels/merge_attn_states_lse/merge_attn_states_lse.hpp>
+#include <kernels/rotary_embedding/rotary_embedding.hpp>
 #include <kernels/silu_and_mul/silu_and_mul.hpp>
 
 namespace {
@@ -246,6 +249,75 @@ std::tuple<at::Tensor, at::Tensor> merge_state_v2(const at::Tensor& v_a, at::Ten
   return {v_out, s_out};
 }
 
+// ---- apply_rope_with_cos_sin_cache_inplace --------------------------------------------------------
+
+/// query or key [tokens, ...] seen as sgl_kernel views it, [tokens, heads, head_size]: everything after the
+/// token dimension must be one contiguous row of heads * head_size elements. Sets heads and the token
+/// stride (-1 for at most one token).
+void rope_rows(const at::Tensor& t, std::int64_t head_size, const char* op, const char* name, std::int64_t& heads,
+               std::int64_t& stride) {
+  TORCH_CHECK_VALUE(t.dim() >= 2, op, ": ", name, " must be [tokens, heads * head_size] or [tokens, heads, head_size], "
+                    "it has shape ", t.sizes());
+  std::int64_t row = 1, expected = 1;
+  for (std::int64_t i = t.dim() - 1; i >= 1; --i) {
+    row *= t.size(i);
+    if (t.size(i) == 1) continue;
+    TORCH_CHECK_VALUE(t.stride(i) == expected, op, ": each token's row of ", name, " (shape ", t.sizes(), ", strides ",
+                      t.strides(), ") is not contiguous; pass ", name, ".contiguous()");
+    expected *= t.size(i);
+  }
+  TORCH_CHECK_VALUE(row % head_size == 0 && row > 0, op, ": ", name, "'s row of ", row,
+                    " elements is no whole number of heads of head_size ", head_size);
+  heads = row / head_size;
+  stride = -1;
+  if (t.size(0) > 1) {
+    TORCH_CHECK_VALUE(t.stride(0) >= row, op, ": the tokens of ", name, " overlap (token stride ", t.stride(0), " < ",
+                      row, "); pass ", name, ".contiguous()");
+    stride = t.stride(0);
+  }
+}
+
+void apply_rope_with_cos_sin_cache_inplace(const at::Tensor& positions, at::Tensor query, at::Tensor key,
+                                           std::int64_t head_size, const at::Tensor& cos_sin_cache, bool is_neox,
+                                           const pybind11::object& fused_set_kv_buffer_arg,
+                                           std::optional<bool> /*enable_pdl: accepted for sgl_kernel's signature*/) {
+  constexpr const char* op = "apply_rope_with_cos_sin_cache_inplace";
+  TORCH_CHECK_NOT_IMPLEMENTED(fused_set_kv_buffer_arg.is_none(), op,
+                              ": fused_set_kv_buffer_arg is not supported (ktune's kernel only rotates q and k)");
+  const ktune::DType dt = element_type(query, op, "query");
+  same_dtype(key, query, op, "key", "query");
+  on_device(query, query, op, "query", "query");
+  on_device(key, query, op, "key", "query");
+  on_device(positions, query, op, "positions", "query");
+  on_device(cos_sin_cache, query, op, "cos_sin_cache", "query");
+  // As sgl_kernel: the cache must be float32, positions of any integer type are taken as int64.
+  TORCH_CHECK_VALUE(cos_sin_cache.scalar_type() == at::kFloat, op, ": cos_sin_cache should be float32, it is ",
+                    cos_sin_cache.scalar_type());
+  TORCH_CHECK_TYPE(!at::isFloatingType(positions.scalar_type()) && positions.scalar_type() != at::kBool, op,
+                   ": positions has dtype ", positions.scalar_type(), "; it must be an integer type");
+  TORCH_CHECK_VALUE(head_size >= 1, op, ": head_size must be at least 1, it is ", head_size);
+  const std::int64_t tokens = query.size(0);
+  TORCH_CHECK_VALUE(key.dim() >= 1 && key.size(0) == tokens, op, ": key has ", key.dim() >= 1 ? key.size(0) : 0,
+                    " tokens, query ", tokens);
+  TORCH_CHECK_VALUE(positions.dim() == 1 && positions.size(0) == tokens, op, ": positions must be [tokens] = [",
+                    tokens, "], it has shape ", positions.sizes());
+  TORCH_CHECK_VALUE(cos_sin_cache.dim() == 2 && cos_sin_cache.is_contiguous(), op,
+                    ": cos_sin_cache must be a contiguous [max_pos, rotary_dim], it has shape ", cos_sin_cache.sizes());
+  std::int64_t q_heads = 0, kv_heads = 0, q_stride = -1, k_stride = -1;
+  rope_rows(query, head_size, op, "query", q_heads, q_stride);
+  rope_rows(key, head_size, op, "key", kv_heads, k_stride);
+  TORCH_CHECK_VALUE(!overlaps(query, key), op, ": query and key overlap (both are written)");
+  TORCH_CHECK_VALUE(!overlaps(query, cos_sin_cache) && !overlaps(key, cos_sin_cache), op,
+                    ": cos_sin_cache overlaps query or key (they are written)");
+  if (tokens == 0) return;
+  const c10::cuda::CUDAGuard guard(query.device());
+  const at::Tensor pos = positions.scalar_type() == at::kLong ? positions.contiguous() : positions.to(at::kLong).contiguous();
+  check(ktune::rotary_embedding(dt, pos.data_ptr<std::int64_t>(), query.data_ptr(), key.data_ptr(), head_size,
+                                cos_sin_cache.data_ptr<float>(), is_neox, tokens, q_heads, kv_heads,
+                                cos_sin_cache.size(1), cos_sin_cache.size(0), current_stream(query), q_stride, k_stride),
+        op);
+}
+
 // ---- which variant a call uses --------------------------------------------------------------------
 
 std::tuple<std::string, std::string> variant(const std::string& op, const at::ScalarType dtype, std::int64_t tokens,
@@ -253,10 +325,12 @@ std::tuple<std::string, std::string> variant(const std::string& op, const at::Sc
   const at::Tensor probe = at::empty({0}, at::TensorOptions().dtype(dtype));
   const ktune::DType dt = element_type(probe, "variant", "dtype");
   ktune::TunedChoice c;
-  ktune::Status st = ktune::Status::invalid("unknown op (silu_and_mul, fused_add_rmsnorm, merge_state_v2)");
+  ktune::Status st = ktune::Status::invalid(
+      "unknown op (silu_and_mul, fused_add_rmsnorm, merge_state_v2, apply_rope_with_cos_sin_cache_inplace)");
   if (op == "silu_and_mul") st = ktune::silu_and_mul_choice(dt, tokens, width, c);
   if (op == "fused_add_rmsnorm") st = ktune::fused_add_rmsnorm_choice(dt, tokens, width, c);
   if (op == "merge_state_v2") st = ktune::merge_attn_states_lse_choice(dt, tokens, width, c);
+  if (op == "apply_rope_with_cos_sin_cache_inplace") st = ktune::rotary_embedding_choice(dt, tokens, width, c);
   check(st, "variant");
   return {c.id ? c.id : "", ktune::to_string(c.source)};
 }
@@ -265,7 +339,8 @@ std::tuple<std::string, std::string> variant(const std::string& op, const at::Sc
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   namespace py = pybind11;
-  m.doc() = "ktune's tuned silu_and_mul, fused_add_rmsnorm and merge_state_v2 with sgl_kernel's signatures";
+  m.doc() = "ktune's tuned silu_and_mul, fused_add_rmsnorm, merge_state_v2 and apply_rope_with_cos_sin_cache_inplace "
+            "with sgl_kernel's signatures";
   m.def("silu_and_mul", &silu_and_mul, py::arg("input"), py::arg("out") = py::none(),
         "out[..., i] = silu(input[..., i]) * input[..., d + i] for input [..., 2d]; returns out [..., d]");
   m.def("fused_add_rmsnorm", &fused_add_rmsnorm, py::arg("input"), py::arg("residual"), py::arg("weight"),
@@ -275,7 +350,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("v_merged") = py::none(), py::arg("s_merged") = py::none(),
         "Merges two attention states v [tokens, heads, head_size] by their LSEs s [tokens, heads]; returns "
         "(v_merged, s_merged)");
+  m.def("apply_rope_with_cos_sin_cache_inplace", &apply_rope_with_cos_sin_cache_inplace, py::arg("positions"),
+        py::arg("query"), py::arg("key"), py::arg("head_size"), py::arg("cos_sin_cache"), py::arg("is_neox") = true,
+        py::arg("fused_set_kv_buffer_arg") = py::none(), py::arg("enable_pdl") = py::none(),
+        "In place: rotary embedding of query [tokens, q_heads * head_size] and key [tokens, kv_heads * head_size] at "
+        "positions [tokens], with cos_sin_cache [max_pos, rotary_dim] (float32, cos then sin); neox or GPT-J pairs");
   m.def("variant", &variant, py::arg("op"), py::arg("dtype"), py::arg("tokens"), py::arg("width"),
-        "(variant id, why) for a call of op with this dtype and size on the current device; width is d, hidden "
-        "or heads");
+        "(variant id, why) for a call of op with this dtype and size on the current device; width is d, hidden, "
+        "heads or query heads");
 }

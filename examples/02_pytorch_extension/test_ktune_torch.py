@@ -188,7 +188,11 @@ class Tolerance:
 def spec_tolerances(root: Path, kernel: str) -> dict:
     """The op's spec.json tolerances, by torch dtype: the ones ktune's own correctness gate applies."""
     spec = json.loads((root / "kernels" / kernel / "spec.json").read_text())
-    return {dtype_of(name): Tolerance(**spec["tolerance"][name]) for name in DTYPE_NAMES}
+    # A dtype the spec does not measure (rotary_embedding's fp32, which sgl_kernel does not dispatch) is
+    # held to ktune's default tolerance for it (include/ktune/verify.hpp).
+    default = {"fp32": {"rel_l2": 1e-5, "atol": 1e-5, "rtol": 1e-5}}
+    return {dtype_of(name): Tolerance(**spec["tolerance"].get(name, default.get(name, {})))
+            for name in DTYPE_NAMES if name in spec["tolerance"] or name in default}
 
 
 def unravel(i: int, shape) -> list[int]:
@@ -269,6 +273,28 @@ def ref_merge_state(v_a, s_a, v_b, s_b):
     return v, s
 
 
+def ref_rope(positions, query, key, head_size: int, cache, is_neox: bool):
+    """(query, key) rotated in float64: pairs (j, j + R/2) (neox) or (2j, 2j + 1) (GPT-J), j < R/2, with
+    cos = cache[p, j], sin = cache[p, R/2 + j]; elements from R on unchanged."""
+    rot = cache.shape[1]
+    half = rot // 2
+    cos = cache.double()[positions.long(), :half].unsqueeze(1)
+    sin = cache.double()[positions.long(), half:].unsqueeze(1)
+
+    def one(x):
+        x = x.double().reshape(x.shape[0], -1, head_size).clone()
+        r = x[..., :rot]
+        if is_neox:
+            a, b = r[..., :half].clone(), r[..., half:].clone()
+            r[..., :half], r[..., half:] = a * cos - b * sin, b * cos + a * sin
+        else:
+            a, b = r[..., 0::2].clone(), r[..., 1::2].clone()
+            r[..., 0::2], r[..., 1::2] = a * cos - b * sin, b * cos + a * sin
+        return x
+
+    return one(query), one(key)
+
+
 # ---- plain PyTorch versions, as a serving engine writes them natively (timed, not references) -------
 
 def silu_and_mul_torch(x):
@@ -291,6 +317,27 @@ def merge_state_torch(v_a, s_a, v_b, s_b):
     total = w_a + w_b
     v = v_a.float() * (w_a / total).unsqueeze(-1) + v_b.float() * (w_b / total).unsqueeze(-1)
     return v.to(v_a.dtype), torch.log(total) + m
+
+
+def rope_torch(positions, query, key, head_size: int, cache, is_neox: bool = True):
+    # SGLang's RotaryEmbedding.forward_native: gather the cache rows, rotate in float32, cast back.
+    cos, sin = cache.index_select(0, positions).chunk(2, dim=-1)
+    rot = cache.shape[1]
+
+    def one(x):
+        shape = x.shape
+        x = x.view(x.shape[0], -1, head_size)
+        r, rest = x[..., :rot].float(), x[..., rot:]
+        c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+        if is_neox:
+            a, b = r.chunk(2, dim=-1)
+            out = torch.cat((a * c - b * s, b * c + a * s), dim=-1)
+        else:
+            a, b = r[..., 0::2], r[..., 1::2]
+            out = torch.stack((a * c - b * s, b * c + a * s), dim=-1).flatten(-2)
+        return torch.cat((out.to(x.dtype), rest), dim=-1).reshape(shape)
+
+    return one(query), one(key)
 
 
 # ---- input values ---------------------------------------------------------------------------------
@@ -329,6 +376,21 @@ def lse_pair(tokens: int, heads: int, gen, edge_cases: bool = True):
     return s_a, s_b
 
 
+def rope_cache(max_pos: int, rotary_dim: int, base: float = 10000.0):
+    """A real float32 cos/sin cache [max_pos, rotary_dim], as SGLang's RotaryEmbedding builds it."""
+    inv_freq = 1.0 / (base ** (torch.arange(0, rotary_dim, 2, dtype=torch.float32, device="cuda") / rotary_dim))
+    freqs = torch.outer(torch.arange(max_pos, dtype=torch.float32, device="cuda"), inv_freq)
+    return torch.cat((freqs.cos(), freqs.sin()), dim=-1).contiguous()
+
+
+def rope_positions(tokens: int, max_pos: int, gen):
+    """Random positions with the cache's first and last rows among them."""
+    p = torch.randint(0, max_pos, (tokens,), generator=gen, device="cuda")
+    p[0] = 0
+    p[-1] = max_pos - 1
+    return p
+
+
 # ---- 1. correctness -------------------------------------------------------------------------------
 
 SILU_SHAPES = [((1,), 11008), ((7,), 1000), ((128,), 4096), ((1000,), 5120), ((64,), 14336), ((3,), 1), ((5,), 13),
@@ -346,6 +408,45 @@ MERGE_LAYOUTS = [("contiguous", "contiguous", "contiguous", True), ("contiguous"
                  ("contiguous", "contiguous", "contiguous", False), ("wide_rows", "every_other_row", "wide_rows", True),
                  ("offset_1", "offset_1", "offset_1", True), ("every_other_row", "wide_rows", "every_other_row", True)]
                  # (v_a, v_b, v_merged, s_merged given); None: allocated by the call
+
+
+ROPE_SHAPES = [(1, 32, 8, 128, 128, 4096), (7, 40, 8, 128, 128, 64), (128, 64, 8, 128, 128, 4096),
+               (5, 16, 1, 64, 64, 100), (9, 4, 2, 128, 64, 33), (3, 5, 3, 37, 22, 9)]
+# (tokens, q_heads, kv_heads, head_size, rotary_dim, max_pos): LLaMA-3-8B, Qwen2.5-14B, LLaMA-3-70B, a
+# DeepSeek-V3-like rope part, partial rotary, odd sizes
+ROPE_LAYOUTS = ["contiguous", "wide_rows", "offset_1", "qkv_slices", "3d"]
+
+
+def rope_case(mod, dtype, shape: tuple, layout: str, is_neox: bool, gen, tol) -> list[str]:
+    tokens, q_heads, kv_heads, head_size, rotary_dim, max_pos = shape
+    cache = rope_cache(max_pos, rotary_dim)
+    positions = rope_positions(tokens, max_pos, gen)
+    qw, kw = q_heads * head_size, kv_heads * head_size
+    if layout == "qkv_slices":  # q, k = qkv.split(...): the token stride is the qkv row, as in SGLang
+        qkv = Buffer((tokens, qw + 2 * kw), dtype, "contiguous", normal, gen)
+        q, k = qkv.tensor[:, :qw], qkv.tensor[:, qw:qw + kw]
+        watched = [(qkv, "qkv")]
+    else:
+        qb = Buffer((tokens, qw), dtype, "contiguous" if layout == "3d" else layout, normal, gen,
+                    (q_heads, head_size) if layout == "3d" else None)
+        kb = Buffer((tokens, kw), dtype, "contiguous" if layout == "3d" else layout, normal, gen,
+                    (kv_heads, head_size) if layout == "3d" else None)
+        q, k = qb.tensor, kb.tensor
+        watched = [(qb, "query"), (kb, "key")]
+    want_q, want_k = ref_rope(positions, q, k, head_size, cache, is_neox)
+    ret = mod.apply_rope_with_cos_sin_cache_inplace(positions, q, k, head_size, cache, is_neox)
+    torch.cuda.synchronize()
+    problems = [] if ret is None else [f"returned {type(ret).__name__}, expected None (in place)"]
+    problems += compare("query", q.reshape(tokens, q_heads, head_size), want_q.to(torch.float64), tol)
+    problems += compare("key", k.reshape(tokens, kv_heads, head_size), want_k.to(torch.float64), tol)
+    if layout == "qkv_slices":
+        v = qkv.tensor[:, qw + kw:]
+        if not same_bits(v, qkv._view(qkv.initial)[:, qw + kw:]):
+            problems.append("the v slice of qkv changed")
+    for buf, what in watched:
+        if not buf.unchanged_outside():
+            problems.append(f"wrote outside {what}")
+    return problems
 
 
 def silu_case(mod, dtype, lead: tuple, d: int, in_layout: str, out_layout, gen, tol) -> list[str]:
@@ -508,6 +609,16 @@ def test_correctness(mod, root: Path, report: Report) -> None:
                 report.run(label, lambda: merge_case(mod, dtype, tokens, heads, head_size, layouts, gen,
                                                      merge_tol[dtype], lse_tol))
     report.end_section("merge_state_v2")
+    rope_tol = spec_tolerances(root, "rotary_embedding")
+    for name in DTYPE_NAMES:
+        dtype = dtype_of(name)
+        for shape in ROPE_SHAPES:
+            for layout in ROPE_LAYOUTS:
+                for is_neox in (True, False):
+                    label = (f"apply_rope_with_cos_sin_cache_inplace {name} {list(shape)} {layout} "
+                             f"{'neox' if is_neox else 'gptj'}")
+                    report.run(label, lambda: rope_case(mod, dtype, shape, layout, is_neox, gen, rope_tol[dtype]))
+    report.end_section("apply_rope_with_cos_sin_cache_inplace")
     for label, check in other_cases(mod, gen):
         report.run(label, check)
     report.end_section("other calls")
@@ -595,12 +706,34 @@ def test_errors(mod, report: Report) -> None:
         ("s_merged in float16", TypeError, merge(sm=nan(4, 8, dtype=torch.float16)), [v_m]),
         ("v_merged overlapping v_a", ValueError, merge(vm=v_a), [v_a, s_m]),
     ]
+    pos, cache = torch.arange(4, device=dev), rope_cache(16, 64)
+    q, k = rnd(4, 8 * 64), rnd(4, 2 * 64)
+
+    def rope(p=pos, qq=q, kk=k, head_size=64, c=cache, **kw):
+        return lambda: mod.apply_rope_with_cos_sin_cache_inplace(p, qq, kk, head_size, c, **kw)
+
+    rope_cases = [
+        ("float64 query and key", TypeError, rope(qq=q.double(), kk=k.double()), []),
+        ("key of another dtype", TypeError, rope(kk=k.half()), [q]),
+        ("float16 cache", ValueError, rope(c=cache.half()), [q, k]),
+        ("float positions", TypeError, rope(p=pos.float()), [q, k]),
+        ("CPU positions", ValueError, rope(p=pos.cpu()), [q, k]),
+        ("CPU key", ValueError, rope(kk=k.cpu()), [q]),
+        ("positions of the wrong length", ValueError, rope(p=torch.arange(3, device=dev)), [q, k]),
+        ("key with another token count", ValueError, rope(kk=rnd(5, 128)), [q]),
+        ("row not a whole number of heads", ValueError, rope(head_size=48), [q, k]),
+        ("rotary_dim above head_size", ValueError, rope(c=rope_cache(16, 128), head_size=64), [q, k]),
+        ("odd rotary_dim", ValueError, rope(c=torch.randn(16, 63, device=dev)), [q, k]),
+        ("transposed query", ValueError, rope(qq=rnd(8 * 64, 4).t()), [k]),
+        ("query and key the same tensor", ValueError, rope(kk=q[:, :128]), [q]),
+        ("fused_set_kv_buffer_arg", NotImplementedError, rope(fused_set_kv_buffer_arg=object()), [q, k]),
+    ]
     variant = [
         ("unknown op", ValueError, lambda: mod.variant("gelu_and_mul", bf16, 1, 4096), []),
         ("int32 dtype", TypeError, lambda: mod.variant("silu_and_mul", torch.int32, 1, 4096), []),
     ]
     for op, cases in (("silu_and_mul", silu), ("fused_add_rmsnorm", rmsnorm), ("merge_state_v2", merge_cases),
-                      ("variant", variant)):
+                      ("apply_rope_with_cos_sin_cache_inplace", rope_cases), ("variant", variant)):
         for label, expected, call, watched in cases:
             report.run(f"{op}: {label} -> {expected.__name__}", lambda: raises(expected, call, watched))
     report.end_section("errors")
@@ -693,6 +826,28 @@ def graph_merge(mod, dtype, tokens: int, heads: int, head_size: int, gen) -> lis
     return problems
 
 
+def graph_rope(mod, dtype, tokens: int, q_heads: int, kv_heads: int, head_size: int, is_neox: bool, gen) -> list[str]:
+    cache = rope_cache(4096, head_size)
+    positions = rope_positions(tokens, 4096, gen)
+    q = torch.empty(tokens, q_heads * head_size, device="cuda", dtype=dtype)
+    k = torch.empty(tokens, kv_heads * head_size, device="cuda", dtype=dtype)
+    graph, _ = capture(lambda: mod.apply_rope_with_cos_sin_cache_inplace(positions, q, k, head_size, cache, is_neox))
+    problems = []
+    for round_ in range(2):  # new values and positions each round: the graph reads the current contents
+        q0 = normal(q.numel(), gen).to(dtype).view_as(q)
+        k0 = normal(k.numel(), gen).to(dtype).view_as(k)
+        positions.copy_(rope_positions(tokens, 4096, gen))
+        want_q, want_k = q0.clone(), k0.clone()
+        mod.apply_rope_with_cos_sin_cache_inplace(positions, want_q, want_k, head_size, cache, is_neox)
+        q.copy_(q0)
+        k.copy_(k0)
+        graph.replay()
+        torch.cuda.synchronize()
+        if not (same_bits(q, want_q) and same_bits(k, want_k)):
+            problems.append(f"round {round_}: replayed query or key differs from eager")
+    return problems
+
+
 def test_graphs(mod, report: Report) -> None:
     report.section("3. CUDA graphs: capture on a side stream, replay, compare bitwise with eager")
     gen = torch.Generator(device="cuda").manual_seed(SEED + 2)
@@ -706,6 +861,9 @@ def test_graphs(mod, report: Report) -> None:
         for tokens, heads, head_size in ((64, 32, 128), (7, 40, 96)):
             report.run(f"merge_state_v2 {name} [{tokens}, {heads}, {head_size}]",
                        lambda: graph_merge(mod, dtype, tokens, heads, head_size, gen))
+        for tokens, q_heads, kv_heads, head_size, is_neox in ((64, 32, 8, 128, True), (7, 16, 1, 64, False)):
+            report.run(f"apply_rope_with_cos_sin_cache_inplace {name} [{tokens}, {q_heads}/{kv_heads}, {head_size}]",
+                       lambda: graph_rope(mod, dtype, tokens, q_heads, kv_heads, head_size, is_neox, gen))
     report.end_section("CUDA graphs")
 
 
@@ -782,6 +940,7 @@ def bench_cases(mod, quick: bool, gen) -> list[BenchCase]:
     silu_shapes = [(1, 11008), (2048, 11008)] if quick else [(1, 11008), (64, 11008), (2048, 11008), (8192, 14336)]
     rms_shapes = [(1, 4096), (2048, 4096)] if quick else [(1, 4096), (64, 4096), (2048, 4096), (2048, 8192)]
     merge_shapes = [(1, 32, 128), (8192, 32, 128)] if quick else [(1, 32, 128), (512, 32, 128), (8192, 32, 128)]
+    rope_shapes = [(1, 32, 8), (8192, 32, 8)] if quick else [(1, 32, 8), (16, 64, 8), (2048, 40, 8), (8192, 64, 8)]
     cases = []
     for dtype in dtypes:
         e = torch.tensor([], dtype=dtype).element_size()
@@ -807,6 +966,17 @@ def bench_cases(mod, quick: bool, gen) -> list[BenchCase]:
                                    3 * math.prod(shape) * e + 3 * tokens * heads * 4,
                                    lambda v_a=v_a, s_a=s_a, v_b=v_b, s_b=s_b: mod.merge_state_v2(v_a, s_a, v_b, s_b),
                                    merge_state_torch, (v_a, s_a, v_b, s_b)))
+        for tokens, q_heads, kv_heads in rope_shapes:  # head_size = rotary_dim = 128, a 4096-row cache
+            cache = rope_cache(4096, 128)
+            positions = rope_positions(tokens, 4096, gen)
+            q = normal(tokens * q_heads * 128, gen).to(dtype).view(tokens, q_heads * 128)
+            k = normal(tokens * kv_heads * 128, gen).to(dtype).view(tokens, kv_heads * 128)
+            kq, kk = q.clone(), k.clone()  # ktune works in place: its own copies of the same values
+            cases.append(BenchCase("apply_rope_with_cos_sin_cache_inplace", dtype, (tokens, q_heads, kv_heads, 128),
+                                   tokens, q_heads, tokens * (2 * (q_heads + kv_heads) * 128 * e + 8 + 128 * 4),
+                                   lambda p=positions, kq=kq, kk=kk, c=cache:
+                                   mod.apply_rope_with_cos_sin_cache_inplace(p, kq, kk, 128, c),
+                                   rope_torch, (positions, q, k, 128, cache)))
     return cases
 
 
