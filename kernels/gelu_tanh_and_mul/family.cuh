@@ -1,0 +1,60 @@
+// kernels/gelu_tanh_and_mul/family.cuh: the tunable family S_θ of gelu_tanh_and_mul: the act-and-mul family's kernel and
+// host adapter (kernels/common/act_and_mul/family.cuh, shared with silu_and_mul) with gelu_tanh as the activation.
+//
+//   in  [tokens, 2*d]  E, row stride in_stride: x = in[t, 0:d], y = in[t, d:2d]
+//   out [tokens, d]    E, row stride out_stride
+//   out[t, i] = gelu_tanh(x[t, i]) * y[t, i]; fp32 arithmetic, one rounding.
+//
+// The variants beat S by structure alone (a grid that fills the GPU at small T, every thread busy at
+// large T, no recomputed tail, 2 * vpt loads in flight, PDL): they compute each element with S's
+// expression and S's functions, so each output is bitwise S's wherever S can run.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <ktune/family.hpp>
+#include <ktune/launch.hpp>
+#include <ktune/registry.hpp>
+#include <ktune/status.hpp>
+
+#include "../common/act_and_mul/family.cuh"
+#include "args.hpp"
+#include "harness.hpp"
+#include "original.cuh"
+#include "space.hpp"
+
+namespace ktune::ops::gelu_tanh_and_mul {
+
+using act_and_mul::Params;
+using act_and_mul::Tiling;
+using act_and_mul::VectorCoord;
+
+/// The op as the shared family sees it: its name and its activation.
+struct Op {
+  static constexpr char name[] = "gelu_tanh_and_mul";
+  struct Activation {
+    /// gelu_tanh(x) * y in fp32 with S's expression and functions (tanh.approx.f32), so every variant rounds
+    /// exactly as S does and matches it bitwise. x far below zero: tanh = -1, x * 0 = -0 (never NaN); x = +inf
+    /// gives +inf, x = -inf gives NaN (-inf * 0), NaN stays NaN: the same special values as the reference.
+    __device__ __forceinline__ float operator()(float x, float y) const {
+      constexpr float kAlpha = 0.044715f;
+      constexpr float kBeta = 0.7978845608028654f;
+      const float cdf = 0.5f * (1.0f + act_and_mul::tanh_approx(kBeta * (x + kAlpha * x * x * x)));
+      return x * cdf * y;
+    }
+  };
+};
+
+/// The family's host adapter (docs/kernel-folder.md); can_implement, enqueue and resources are the
+/// act-and-mul family's.
+struct Family : Space, act_and_mul::Adapter<Op> {
+  static constexpr const char* name = "gelu_tanh_and_mul";
+  template <class E> using Args = ops::gelu_tanh_and_mul::Args<E>;
+  using Harness = ops::gelu_tanh_and_mul::Harness;
+
+  template <class E> static Status original_can_implement(const Args<E>& a) { return original::can_implement(a); }
+  template <class E> static Status original_run(const Args<E>& a, cudaStream_t s) { return original::run(a, s); }
+  template <class E> static ktune::KernelResources original_resources(const Args<E>& a) { return original::resources(a); }
+};
+
+}  // namespace ktune::ops::gelu_tanh_and_mul

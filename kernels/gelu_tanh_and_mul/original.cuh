@@ -1,0 +1,38 @@
+// kernels/gelu_tanh_and_mul/original.cuh: the original kernel S of gelu_tanh_and_mul, as SGLang runs it: sgl-kernel's
+// gelu_tanh_and_mul launches FlashInfer's act_and_mul_kernel with gelu_tanh. The kernel, its launch and where it deviates
+// from upstream are in kernels/common/act_and_mul/original.cuh; this file gives the activation.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <ktune/launch.hpp>
+#include <ktune/status.hpp>
+
+#include "../common/act_and_mul/original.cuh"
+#include "args.hpp"
+
+namespace ktune::ops::gelu_tanh_and_mul::original {
+
+/// S's traits for the shared S: its name and its activation.
+struct Op {
+  static constexpr char name[] = "gelu_tanh_and_mul";
+
+// sgl-kernel's gelu_tanh, as its -use_fast_math sm_90 build computes it: tanhf becomes tanh.approx.f32 (the
+// PTX FlashInfer's math::tanh wraps, which older sgl-kernel called directly), written here as that
+// instruction. The product is x * (0.5 * (1 + tanh(kBeta * (x + kAlpha * x * x * x)))), in that order.
+  __device__ static float activation(const float& val) {
+  constexpr float kAlpha = 0.044715f;
+  constexpr float kBeta = 0.7978845608028654f;
+  const float cdf = 0.5f * (1.0f + act_and_mul::tanh_approx(kBeta * (val + kAlpha * val * val * val)));
+  return val * cdf;
+  }
+};
+
+using act_and_mul::original::launch_shape;
+using act_and_mul::original::pack;
+
+template <class E> Status can_implement(const Args<E>& a) { return act_and_mul::original::can_implement<Op>(a); }
+template <class E> Status run(const Args<E>& a, cudaStream_t s) { return act_and_mul::original::run<Op>(a, s); }
+template <class E> ktune::KernelResources resources(const Args<E>& a) { return act_and_mul::original::resources<Op>(a); }
+
+}  // namespace ktune::ops::gelu_tanh_and_mul::original
