@@ -29,7 +29,7 @@ from types import ModuleType
 
 EXAMPLE_DIR = Path(__file__).resolve().parent
 EXTENSION_NAME = "ktune_torch"
-KERNELS = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse", "rotary_embedding")
+KERNELS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse", "rotary_embedding")
 BASE_ARCH = (9, 0)  # ktune's tuned tables are for Hopper; other GPUs are added when present
 
 # The ktune .cu files are compiled as CMake compiles ktune_kernels. PyTorch adds

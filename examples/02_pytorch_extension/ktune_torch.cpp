@@ -2,6 +2,8 @@
 // whose Python functions take sgl_kernel's signatures, so a serving engine can swap them in:
 //
 //   silu_and_mul(input, out=None) -> out
+//   gelu_and_mul(input, out=None) -> out          (erf GELU)
+//   gelu_tanh_and_mul(input, out=None) -> out     (tanh GELU)
 //   fused_add_rmsnorm(input, residual, weight, eps=1e-6, enable_pdl=None) -> None   (in place)
 //   merge_state_v2(v_a, s_a, v_b, s_b, v_merged=None, s_merged=None) -> (v_merged, s_merged)
 //   apply_rope_with_cos_sin_cache_inplace(positions, query, key, head_size, cos_sin_cache, is_neox=True,
@@ -28,6 +30,8 @@
 #include <vector>
 
 #include <kernels/fused_add_rmsnorm/fused_add_rmsnorm.hpp>
+#include <kernels/gelu_and_mul/gelu_and_mul.hpp>
+#include <kernels/gelu_tanh_and_mul/gelu_tanh_and_mul.hpp>
 #include <kernels/merge_attn_states_lse/merge_attn_states_lse.hpp>
 #include <kernels/rotary_embedding/rotary_embedding.hpp>
 #include <kernels/silu_and_mul/silu_and_mul.hpp>
@@ -122,10 +126,13 @@ void check(const ktune::Status& st, const char* op) {
 
 cudaStream_t current_stream(const at::Tensor& t) { return at::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
 
-// ---- silu_and_mul ---------------------------------------------------------------------------------
+// ---- silu_and_mul, gelu_and_mul, gelu_tanh_and_mul: act(input[..., :d]) * input[..., d:] --------
 
-at::Tensor silu_and_mul(const at::Tensor& input, std::optional<at::Tensor> out) {
-  constexpr const char* op = "silu_and_mul";
+/// The runtime-dtype entry of one act-and-mul op (they share a signature).
+using ActAndMulEntry = ktune::Status (*)(ktune::DType, void*, const void*, std::int64_t, std::int64_t, cudaStream_t,
+                                         std::int64_t, std::int64_t);
+
+at::Tensor act_and_mul(const char* op, ActAndMulEntry entry, const at::Tensor& input, std::optional<at::Tensor> out) {
   const ktune::DType dt = element_type(input, op, "input");
   on_device(input, input, op, "input", "input");
   TORCH_CHECK_VALUE(input.dim() >= 1 && input.size(-1) % 2 == 0, op, ": input's last dimension (",
@@ -144,10 +151,18 @@ at::Tensor silu_and_mul(const at::Tensor& input, std::optional<at::Tensor> out) 
   const Rows o = rows_of(result, op, "out");
   if (in.rows == 0 || d == 0) return result;
   const c10::cuda::CUDAGuard guard(input.device());
-  check(ktune::silu_and_mul(dt, result.data_ptr(), input.data_ptr(), in.rows, d, current_stream(input), o.stride,
-                            in.stride),
-        op);
+  check(entry(dt, result.data_ptr(), input.data_ptr(), in.rows, d, current_stream(input), o.stride, in.stride), op);
   return result;
+}
+
+at::Tensor silu_and_mul(const at::Tensor& input, std::optional<at::Tensor> out) {
+  return act_and_mul("silu_and_mul", &ktune::silu_and_mul, input, std::move(out));
+}
+at::Tensor gelu_and_mul(const at::Tensor& input, std::optional<at::Tensor> out) {
+  return act_and_mul("gelu_and_mul", &ktune::gelu_and_mul, input, std::move(out));
+}
+at::Tensor gelu_tanh_and_mul(const at::Tensor& input, std::optional<at::Tensor> out) {
+  return act_and_mul("gelu_tanh_and_mul", &ktune::gelu_tanh_and_mul, input, std::move(out));
 }
 
 // ---- fused_add_rmsnorm ----------------------------------------------------------------------------
@@ -326,8 +341,10 @@ std::tuple<std::string, std::string> variant(const std::string& op, const at::Sc
   const ktune::DType dt = element_type(probe, "variant", "dtype");
   ktune::TunedChoice c;
   ktune::Status st = ktune::Status::invalid(
-      "unknown op (silu_and_mul, fused_add_rmsnorm, merge_state_v2, apply_rope_with_cos_sin_cache_inplace)");
+      "unknown op (silu_and_mul, gelu_and_mul, gelu_tanh_and_mul, fused_add_rmsnorm, merge_state_v2, apply_rope_with_cos_sin_cache_inplace)");
   if (op == "silu_and_mul") st = ktune::silu_and_mul_choice(dt, tokens, width, c);
+  if (op == "gelu_and_mul") st = ktune::gelu_and_mul_choice(dt, tokens, width, c);
+  if (op == "gelu_tanh_and_mul") st = ktune::gelu_tanh_and_mul_choice(dt, tokens, width, c);
   if (op == "fused_add_rmsnorm") st = ktune::fused_add_rmsnorm_choice(dt, tokens, width, c);
   if (op == "merge_state_v2") st = ktune::merge_attn_states_lse_choice(dt, tokens, width, c);
   if (op == "apply_rope_with_cos_sin_cache_inplace") st = ktune::rotary_embedding_choice(dt, tokens, width, c);
@@ -343,6 +360,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
             "with sgl_kernel's signatures";
   m.def("silu_and_mul", &silu_and_mul, py::arg("input"), py::arg("out") = py::none(),
         "out[..., i] = silu(input[..., i]) * input[..., d + i] for input [..., 2d]; returns out [..., d]");
+  m.def("gelu_and_mul", &gelu_and_mul, py::arg("input"), py::arg("out") = py::none(),
+        "out[..., i] = gelu(input[..., i]) * input[..., d + i] (erf GELU) for input [..., 2d]; returns out [..., d]");
+  m.def("gelu_tanh_and_mul", &gelu_tanh_and_mul, py::arg("input"), py::arg("out") = py::none(),
+        "out[..., i] = gelu_tanh(input[..., i]) * input[..., d + i] (tanh GELU) for input [..., 2d]; returns out [..., d]");
   m.def("fused_add_rmsnorm", &fused_add_rmsnorm, py::arg("input"), py::arg("residual"), py::arg("weight"),
         py::arg("eps") = 1e-6, py::arg("enable_pdl") = py::none(),
         "In place: residual += input; input = rmsnorm(residual) * weight. input, residual [tokens, hidden]");

@@ -297,6 +297,16 @@ def ref_rope(positions, query, key, head_size: int, cache, is_neox: bool):
 
 # ---- plain PyTorch versions, as a serving engine writes them natively (timed, not references) -------
 
+def gelu_and_mul_torch(x):
+    d = x.shape[-1] // 2
+    return F.gelu(x[..., :d]) * x[..., d:]
+
+
+def gelu_tanh_and_mul_torch(x):
+    d = x.shape[-1] // 2
+    return F.gelu(x[..., :d], approximate="tanh") * x[..., d:]
+
+
 def silu_and_mul_torch(x):
     d = x.shape[-1] // 2
     return F.silu(x[..., :d]) * x[..., d:]
@@ -449,16 +459,40 @@ def rope_case(mod, dtype, shape: tuple, layout: str, is_neox: bool, gen, tol) ->
     return problems
 
 
-def silu_case(mod, dtype, lead: tuple, d: int, in_layout: str, out_layout, gen, tol) -> list[str]:
+def ref_gelu_and_mul(x):
+    x = x.double()
+    d = x.shape[-1] // 2
+    a, b = x[..., :d], x[..., d:]
+    return 0.5 * a * torch.special.erfc(-a * 0.70710678118654752440) * b
+
+
+def ref_gelu_tanh_and_mul(x):
+    x = x.double()
+    d = x.shape[-1] // 2
+    a, b = x[..., :d], x[..., d:]
+    u = 0.79788456080286535588 * (a + 0.044715 * a * a * a)
+    return a / (1.0 + torch.exp(-2.0 * u)) * b
+
+
+# The act-and-mul ops: name -> (float64 reference, what sgl_kernel's callers compare with in PyTorch).
+ACT_AND_MUL = {
+    "silu_and_mul": ref_silu_and_mul,
+    "gelu_and_mul": ref_gelu_and_mul,
+    "gelu_tanh_and_mul": ref_gelu_tanh_and_mul,
+}
+
+
+def silu_case(mod, dtype, lead: tuple, d: int, in_layout: str, out_layout, gen, tol, op: str = "silu_and_mul") -> list[str]:
     x = Buffer(lead + (2 * d,), dtype, in_layout, normal, gen)
-    ref = ref_silu_and_mul(x.tensor)
+    ref = ACT_AND_MUL[op](x.tensor)
+    fn = getattr(mod, op)
     problems = []
     if out_layout is None:
-        out = mod.silu_and_mul(x.tensor)
+        out = fn(x.tensor)
         problems += expect_tensor("out", out, lead + (d,), dtype)
     else:
         o = Buffer(lead + (d,), dtype, out_layout, NAN, gen)
-        out = mod.silu_and_mul(x.tensor, o.tensor)
+        out = fn(x.tensor, o.tensor)
         if out.data_ptr() != o.tensor.data_ptr() or out.stride() != o.tensor.stride():
             problems.append("did not return the out tensor it was given")
         if not o.unchanged_outside():
@@ -592,6 +626,18 @@ def test_correctness(mod, root: Path, report: Report) -> None:
                 label = f"silu_and_mul {name} input {list(lead) + [2 * d]} {in_layout}, out {out_layout or 'allocated'}"
                 report.run(label, lambda: silu_case(mod, dtype, lead, d, in_layout, out_layout, gen, silu_tol[dtype]))
     report.end_section("silu_and_mul")
+    for op in ("gelu_and_mul", "gelu_tanh_and_mul"):
+        op_tol = spec_tolerances(root, op)
+        for name in DTYPE_NAMES:
+            dtype = dtype_of(name)
+            for lead, d in SILU_SHAPES:
+                for in_layout, out_layout in SILU_LAYOUTS:
+                    if "every_other_row" in (in_layout, out_layout) and len(lead) != 1:
+                        continue
+                    label = f"{op} {name} input {list(lead) + [2 * d]} {in_layout}, out {out_layout or 'allocated'}"
+                    report.run(label, lambda op=op: silu_case(mod, dtype, lead, d, in_layout, out_layout, gen,
+                                                              op_tol[dtype], op))
+        report.end_section(op)
     for name in DTYPE_NAMES:
         dtype = dtype_of(name)
         for tokens, hidden in RMS_SHAPES:
@@ -948,6 +994,10 @@ def bench_cases(mod, quick: bool, gen) -> list[BenchCase]:
             x = normal(tokens * 2 * d, gen).to(dtype).view(tokens, 2 * d)
             cases.append(BenchCase("silu_and_mul", dtype, (tokens, 2 * d), tokens, d, 3 * tokens * d * e,
                                    lambda x=x: mod.silu_and_mul(x), silu_and_mul_torch, (x,)))
+            cases.append(BenchCase("gelu_and_mul", dtype, (tokens, 2 * d), tokens, d, 3 * tokens * d * e,
+                                   lambda x=x: mod.gelu_and_mul(x), gelu_and_mul_torch, (x,)))
+            cases.append(BenchCase("gelu_tanh_and_mul", dtype, (tokens, 2 * d), tokens, d, 3 * tokens * d * e,
+                                   lambda x=x: mod.gelu_tanh_and_mul(x), gelu_tanh_and_mul_torch, (x,)))
         for tokens, hidden in rms_shapes:
             x = rms_input(tokens * hidden, gen).to(dtype).view(tokens, hidden)
             r = rms_residual(tokens * hidden, gen).to(dtype).view(tokens, hidden)
