@@ -65,7 +65,7 @@ std::string fill(const Harness& harness, const Spec& spec, const HostRequest& r,
     // Magnitudes in the hundreds, as far as the reference stays finite in the outputs' storage type.
     const HostTensors drawn = g.inputs;
     for (double reach = 300;; reach /= 2) {
-      widen(g.inputs, g.tensors, r.dtype, r.seed, reach);
+      widen(g.inputs, g.tensors, spec, r.dtype, r.seed, reach);
       g.reference = harness.reference(r.shape, r.dtype, g.inputs);
       if (reference_finite(g, r.dtype) || reach < 4) break;
       g.inputs = drawn;
@@ -113,10 +113,16 @@ HostGroup prepare_host(const Harness& harness, const Spec& spec, const HostReque
   return g;
 }
 
-void widen(HostTensors& host, const std::vector<TensorInfo>& tensors, DType dtype, std::uint64_t seed, double reach) {
+void widen(HostTensors& host, const std::vector<TensorInfo>& tensors, const Spec& spec, DType dtype, std::uint64_t seed,
+           double reach) {
+  auto is_index = [&](const std::string& tensor) {
+    for (const SpecTensor& st : spec.tensors)
+      if (st.name == tensor) return st.is_index();
+    return false;
+  };
   for (std::size_t t = 0; t < tensors.size(); ++t) {
     const TensorInfo& ti = tensors[t];
-    if (ti.access == Access::write) continue;
+    if (ti.access == Access::write || is_index(ti.name)) continue;
     visit_storage(ti, dtype, [&](auto e) {
       using T = decltype(e);
       T* p = reinterpret_cast<T*>(host[t].data());

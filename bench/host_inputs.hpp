@@ -57,7 +57,9 @@ struct HostGroup {
 HostGroup prepare_host(const Harness& harness, const Spec& spec, const HostRequest& r);
 
 /// --value-range wide: every input scaled so its largest magnitude reaches `reach`, and one element in
-/// sixteen (a fixed, seed-dependent pick) set to exactly zero. Write-only tensors are left alone.
-void widen(HostTensors& host, const std::vector<TensorInfo>& tensors, DType dtype, std::uint64_t seed, double reach);
+/// sixteen (a fixed, seed-dependent pick) set to exactly zero. Write-only tensors and index tensors (the
+/// spec's int32/int64 tensors, whose values are positions inside a promised range) are left alone.
+void widen(HostTensors& host, const std::vector<TensorInfo>& tensors, const Spec& spec, DType dtype, std::uint64_t seed,
+           double reach);
 
 }  // namespace ktune::bench

@@ -274,5 +274,55 @@ TEST(PrepareHost, WideValuesReachTheHundredsWithZerosAsFarAsTheReferenceStaysFin
   EXPECT_GT(ref_max, 3.4028234663852886e38 / 4.5);  // one halving less would overflow
 }
 
+/// out[i] = table[pos[i]]: an fp32 table and int64 positions in [0, n), the shape of a rotary cache's reads.
+class GatherHarness final : public Harness {
+ public:
+  const char* op() const override { return "gather"; }
+  std::vector<TensorInfo> tensors(const Shape& shape, DType) const override {
+    const auto n = static_cast<std::size_t>(shape.at("n"));
+    return {{"pos", n, 8, Access::read}, {"table", n, 4, Access::read}, {"out", n, 4, Access::write}};
+  }
+  void fill_inputs(const Shape& shape, DType, std::uint64_t seed, HostTensors& host) const override {
+    auto* pos = reinterpret_cast<std::int64_t*>(host[0].data());
+    auto* table = reinterpret_cast<float*>(host[1].data());
+    const std::int64_t n = shape.at("n");
+    for (std::int64_t i = 0; i < n; ++i) pos[i] = static_cast<std::int64_t>((seed + 5 * i) % n), table[i] = 1.5f + i;
+  }
+  std::vector<std::vector<double>> reference(const Shape& shape, DType, const HostTensors& in) const override {
+    const auto* pos = reinterpret_cast<const std::int64_t*>(in[0].data());
+    const auto* table = reinterpret_cast<const float*>(in[1].data());
+    std::vector<double> out(static_cast<std::size_t>(shape.at("n")));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = table[pos[i]];
+    return {out};
+  }
+  std::shared_ptr<const void> make_args(const Shape&, DType, const std::vector<void*>&) const override { return nullptr; }
+};
+
+// The judge's wide values scale numbers, never an index tensor's positions: scaled, they would leave the
+// range the caller promises and send S and every variant out of bounds.
+TEST(PrepareHost, WideValuesLeaveIndexTensorsAlone) {
+  GatherHarness h;
+  const Spec spec = parse_spec_text(R"({"schema": 2, "op": "gather", "dims": {"n": [64]}, "tokens_dim": "n",
+    "width_dim": "n", "dtypes": ["fp32"], "tolerance": {"fp32": {"rel_l2": 1e-5, "atol": 1e-5, "rtol": 1e-5}},
+    "tensors": [{"name": "pos", "shape": ["n"], "dtype": "int64", "access": "read", "range": [0, "n"]},
+                {"name": "table", "shape": ["n"], "dtype": "fp32", "access": "read"},
+                {"name": "out", "shape": ["n"], "dtype": "element", "access": "write"}]})",
+                                    "gather spec");
+  HostRequest r;
+  r.op = "gather";
+  r.dtype = DType::f32;
+  r.shape.dims = {{"n", 64}};
+  r.seed = 3;
+  r.reference = true;
+  r.wide = true;
+  const HostGroup g = prepare_host(h, spec, r);
+  ASSERT_TRUE(g.error.empty()) << g.error;
+  const auto* pos = reinterpret_cast<const std::int64_t*>(g.inputs[0].data());
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(pos[i], (3 + 5 * i) % 64) << i;
+  float largest = 0;
+  for (int i = 0; i < 64; ++i) largest = std::max(largest, std::fabs(reinterpret_cast<const float*>(g.inputs[1].data())[i]));
+  EXPECT_NEAR(largest, 300.f, 1e-3);  // the table itself is widened
+}
+
 }  // namespace
 }  // namespace ktune::bench
