@@ -56,6 +56,9 @@ against S. You never judge correctness or speed; the measurements come back to y
 # Rules
 
 - Same function as S: the same outputs within the spec's tolerance for every valid input, every dtype.
+- The spec's scalars ("scalars": eps, flags, ...) are members of `Args` (`a.eps`), already checked by validate();
+  honour every valid value as S does (the judge runs each value the spec lists, a bool's both). Index tensors
+  ("dtype": "int32"/"int64") hold values in their "range", the caller's promise: use them as S does.
 - A configuration with PDL set calls `ktune::pdl_wait()` before its first global memory access.
 - No atomics in reductions (a variant must give bitwise the same output on every run), no dynamic allocation,
   no host synchronisation, no printf.

@@ -123,6 +123,44 @@ std::string edge_spec(const std::string& spec_text, std::string& error) {
   }
 }
 
+std::vector<ScalarSpec> scalar_specs(const std::string& spec_text, std::string& error) {
+  std::vector<ScalarSpec> out;
+  const std::string edges = edge_spec(spec_text, error);
+  if (!error.empty()) return out;
+  try {
+    const ktune::Spec parsed = ktune::parse_spec_text(spec_text, "spec.json");
+    const ojson edge = ojson::parse(edges);
+    for (const ktune::SpecScalar& sc : parsed.scalars) {
+      for (std::size_t k = 0; k < sc.values.size(); ++k) {
+        const double v = sc.values[k];
+        if (v == sc.default_value) continue;
+        ojson s = edge;
+        ojson value;
+        std::string text;
+        if (sc.type == ktune::ScalarType::bool_) {
+          value = v != 0;
+          text = v != 0 ? "true" : "false";
+        } else if (sc.type == ktune::ScalarType::int_) {
+          value = static_cast<std::int64_t>(v);
+          text = std::to_string(static_cast<std::int64_t>(v));
+        } else {
+          value = v;
+          text = fmt::format("{}", v);
+        }
+        // The bench runs every shape at the scalars' defaults (ktune::Spec::shapes): this run's default is v.
+        for (auto& x : s.at("scalars"))
+          if (x.value("name", std::string()) == sc.name) x["default"] = value;
+        out.push_back({fmt::format("{}-{}", sc.name, k), s.dump(2) + "\n", sc.name + "=" + text});
+      }
+    }
+    error.clear();
+  } catch (const std::exception& e) {
+    error = std::string("cannot derive the scalar runs from spec.json: ") + e.what();
+    out.clear();
+  }
+  return out;
+}
+
 std::vector<LimitSpec> limit_specs(const std::string& spec_text, std::string& error) {
   std::vector<LimitSpec> out;
   try {
@@ -280,6 +318,8 @@ Judgement gate_edges(const Toolchain& tc, const Candidate& c, const std::string&
   if (!err.empty()) return fail(Node::rejected, err);
   const std::vector<LimitSpec> limits = limit_specs(spec_text, err);
   if (!err.empty()) return fail(Node::rejected, err);
+  const std::vector<ScalarSpec> scalars = scalar_specs(spec_text, err);
+  if (!err.empty()) return fail(Node::rejected, err);
 
   struct GateRun {
     std::string label, folder, file, spec;
@@ -287,6 +327,8 @@ Judgement gate_edges(const Toolchain& tc, const Candidate& c, const std::string&
   };
   std::vector<GateRun> runs{{"edge shapes", "edge", "gate-edge.json", edges, {}},
                             {"edge shapes, wide values", "edge", "gate-edge-wide.json", edges, {"--value-range", "wide"}}};
+  for (const ScalarSpec& sc : scalars)
+    runs.push_back({"edge shapes, " + sc.what, "edge-" + sc.name, "gate-edge-" + sc.name + ".json", sc.spec_text, {}});
   for (const LimitSpec& l : limits)
     if (l.name != "elements" || options.limit_elements)
       runs.push_back({"limit shape " + l.what, "limit-" + l.name, "gate-limit-" + l.name + ".json", l.spec_text, {}});

@@ -7,8 +7,8 @@
 //   judge_family   the one entry point: gate_edges, tune_candidate, judge_ranking, sanitize, in that
 //                  order; the first failure is the family's verdict
 //   gate_edges     the gate: every variant and S on the spec's edge shapes, with the default inputs and
-//                  with wide values (--value-range wide), then on the limit shapes (limit_specs), all
-//                  within one time limit
+//                  with wide values (--value-range wide), at every other value of each scalar
+//                  (scalar_specs), then on the limit shapes (limit_specs), all within one time limit
 //   judge_gate     what one gate run's verdicts file says about the family (pure)
 //   judge_ranking  the search's verdicts (a variant wrong anywhere rejects the family) and the speedup
 //                  over S (slower or measured)
@@ -69,6 +69,20 @@ Node::Verdict node_verdict(judge::Verdict v);
 /// "dims" replaced by them (the gate's spec), or an error in `error`.
 std::string edge_spec(const std::string& spec_text, std::string& error);
 
+/// One run of the edge shapes at another value of one scalar (spec.json's "scalars", schema 2).
+struct ScalarSpec {
+  std::string name;       ///< "<scalar>-<k>", k its index in SpecScalar::values: the run's folder (edge-<name>) and file
+  std::string spec_text;  ///< edge_spec's text with that scalar's "default" set to the value
+  std::string what;       ///< "is_neox=false", for the findings and the reasons
+};
+
+/// The scalar runs of a spec: for every scalar, one per value of SpecScalar::values other than the default
+/// (the spec's "values", a bool's both), each the edge shapes (edge_spec) with that scalar's "default"
+/// rewritten and every other scalar at its default. The bench runs every shape at the defaults, so this is
+/// how S and the family meet at the other values; edge shapes only, to keep it cheap. Pure; `error` is set
+/// (and nothing returned) when the spec cannot be read.
+std::vector<ScalarSpec> scalar_specs(const std::string& spec_text, std::string& error);
+
 /// One set of limit shapes (issue 15, item 8): calls S accepts that friendly shapes never make.
 struct LimitSpec {
   std::string name;       ///< "rows", "width" or "elements": its folder (limit-<name>) and gate file
@@ -105,8 +119,9 @@ inline constexpr std::int64_t kLimitRows = 70000;
 Judgement judge_gate(const std::string& gate_json, const SpaceProbe& probe, const std::string& label);
 
 /// The gate: every variant and S on the edge shapes (edge_spec) with the default inputs, again with
-/// wide values (--value-range wide), then on each limit set (limit_specs); one ktune_bench --gate run
-/// per spec file under out_dir (edge/, limit-<name>/), all of them together within
+/// wide values (--value-range wide), again at each scalar value other than the default (scalar_specs),
+/// then on each limit set (limit_specs); one ktune_bench --gate run per spec file under out_dir (edge/,
+/// edge-<scalar>-<k>/, limit-<name>/), all of them together within
 /// options.gate_timeout_s (a run that passes it is killed: the timeout verdict, the limit in the
 /// reason). Each run is read by judge_gate; the first failure is the family's.
 Judgement gate_edges(const Toolchain& tc, const Candidate& c, const std::string& spec_text,

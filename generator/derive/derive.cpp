@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <set>
 
 #include "generator/derive/emit.hpp"
@@ -65,15 +66,50 @@ std::string canonical_extent(const std::vector<ExtentFactor>& axis) {
   return s;
 }
 
-/// Checks the launcher's parameters against the spec: one pointer per tensor (const for "read", E for
-/// "element", float for "fp32"), one int64_t per dimension, then the stream.
+/// The type tokens of a parameter without `const`, `volatile`, restrict qualifiers and a leading `std::` or
+/// `::`: {"int64_t"} for `const std::int64_t`.
+std::vector<std::string> base_type(const std::vector<std::string>& type) {
+  std::vector<std::string> base;
+  for (const std::string& tok : type)
+    if (tok != "const" && tok != "volatile" && tok != "__restrict__" && tok != "__restrict" && tok != "restrict")
+      base.push_back(tok);
+  while (!base.empty() && (base.front() == "::" || base.front() == "std")) base.erase(base.begin());
+  return base;
+}
+
+/// The pointee spellings S may use for a tensor: the op's `T`, float, int32_t (or int, the same type on every
+/// platform CUDA supports) and int64_t (only as spelled: `long long` is another type than std::int64_t).
+bool pointee_matches(const std::vector<std::string>& base, const TensorModel& x, const std::string& t) {
+  if (base.size() != 1) return false;
+  switch (x.dtype) {
+    case TensorDType::element: return base[0] == t;
+    case TensorDType::fp32: return base[0] == "float";
+    case TensorDType::int32: return base[0] == "int32_t" || base[0] == "int";
+    case TensorDType::int64: return base[0] == "int64_t";
+  }
+  return false;
+}
+
+/// How S's launcher spells scalar `s`: float, int64_t, bool.
+std::string launcher_type(const ScalarModel& s) { return s.type == ScalarType::int_ ? "int64_t" : s.cpp_type; }
+
+/// Checks the launcher's parameters against the spec: one pointer per tensor (const for "read"; pointee E for
+/// "element", float for "fp32", int32_t / int64_t for index tensors), one int64_t per dimension, one value per
+/// scalar (float, int64_t, bool), then the stream.
 std::string check_launch(const Model& m) {
   const auto& params = m.source.params;
   const std::string& t = m.source.element_param;
   std::vector<std::string> expected;
   for (const TensorModel& x : m.tensors) expected.push_back(x.name);
   for (const std::string& d : m.dims) expected.push_back(d);
+  for (const ScalarModel& s : m.scalars) expected.push_back(s.name);
   expected.push_back("stream");
+  const std::size_t first_dim = m.tensors.size(), first_scalar = first_dim + m.dims.size();
+  const std::string order =
+      m.scalars.empty()
+          ? "the launcher takes the tensors in spec order, then the dimensions in spec order, then the stream"
+          : "the launcher takes the tensors in spec order, then the dimensions in spec order, then the scalars in "
+            "spec order (after the dimensions, before the stream), then the stream";
   auto where = [&](std::size_t k) {
     return fmt::format("S line {}: parameter {} of launch (`{}`)", m.source.launch_line, k + 1, params[k].text);
   };
@@ -81,50 +117,95 @@ std::string check_launch(const Model& m) {
     std::string list;
     for (const TensorModel& x : m.tensors) list += fmt::format("{}{} {}", list.empty() ? "" : ", ", x.pointer(t), x.name);
     for (const std::string& d : m.dims) list += ", int64_t " + d;
+    for (const ScalarModel& s : m.scalars) list += ", " + launcher_type(s) + " " + s.name;
     return fmt::format("S line {}: launch takes {} parameters, spec.json asks for {}: ({}, cudaStream_t stream)",
                        m.source.launch_line, params.size(), expected.size(), list);
   }
   const std::set<std::string> spec_names(expected.begin(), expected.end() - 1);
   for (std::size_t k = 0; k < params.size(); ++k) {
     const LaunchParam& p = params[k];
-    if (!p.name.empty() && p.name != expected[k] && spec_names.count(p.name))
-      return fmt::format("{} is named `{}`, but spec.json puts `{}` there: the launcher takes the tensors in spec order, "
-                         "then the dimensions in spec order, then the stream", where(k), p.name, expected[k]);
+    if (!p.name.empty() && p.name != expected[k] && spec_names.count(p.name)) {
+      const ScalarModel* scalar = nullptr;
+      for (const ScalarModel& s : m.scalars)
+        if (s.name == p.name) scalar = &s;
+      if (scalar)
+        return fmt::format("{} is scalar `{}`, but spec.json puts `{}` there: scalars come after the dimensions and "
+                           "before the stream, in spec order ({})",
+                           where(k), p.name, expected[k], order);
+      return fmt::format("{} is named `{}`, but spec.json puts `{}` there: {}", where(k), p.name, expected[k], order);
+    }
     std::vector<std::string> type;
     for (const std::string& tok : p.type)
       if (tok != "__restrict__" && tok != "__restrict" && tok != "restrict") type.push_back(tok);
-    if (k < m.tensors.size()) {
+    if (k < first_dim) {
       const TensorModel& x = m.tensors[k];
       const auto star = std::find(type.begin(), type.end(), "*");
       const bool one_pointer = star != type.end() && std::count(type.begin(), type.end(), "*") == 1 &&
                                std::find(type.begin(), type.end(), "&") == type.end();
       const bool pointee_const = std::find(type.begin(), star, "const") != star;
-      std::vector<std::string> base;
-      for (auto it = type.begin(); it != star; ++it)
-        if (*it != "const" && *it != "volatile") base.push_back(*it);
-      const std::string want = x.element ? t : "float";
-      if (!one_pointer || base.size() != 1 || base[0] != want || pointee_const != x.read_only())
+      const std::vector<std::string> base = base_type(std::vector<std::string>(type.begin(), star));
+      if (!one_pointer || !pointee_matches(base, x, t) || pointee_const != x.read_only())
         return fmt::format("{} should be `{} {}`: tensor `{}` is {}, dtype \"{}\", access \"{}\" in spec.json", where(k),
-                           x.pointer(t), x.name, x.name, x.shape, x.element ? "element" : "fp32",
+                           x.pointer(t), x.name, x.name, x.shape, name(x.dtype),
                            x.access == Access::read ? "read" : x.access == Access::write ? "write" : "read_write");
+    } else if (k < first_scalar) {
+      if (base_type(type) != std::vector<std::string>{"int64_t"})
+        return fmt::format("{} should be `int64_t {}` (dimension `{}` of spec.json; 64-bit so no size is truncated){}",
+                           where(k), expected[k], expected[k], m.scalars.empty() ? "" : "; " + order);
     } else if (k + 1 < params.size()) {
-      std::vector<std::string> base;
-      for (const std::string& tok : type)
-        if (tok != "const") base.push_back(tok);
-      while (!base.empty() && (base.front() == "::" || base.front() == "std")) base.erase(base.begin());
-      if (base != std::vector<std::string>{"int64_t"})
-        return fmt::format("{} should be `int64_t {}` (dimension `{}` of spec.json; 64-bit so no size is truncated)",
-                           where(k), expected[k], expected[k]);
+      const ScalarModel& s = m.scalars[k - first_scalar];
+      const bool by_value = std::find(type.begin(), type.end(), "*") == type.end() &&
+                            std::find(type.begin(), type.end(), "&") == type.end();
+      if (!by_value || base_type(type) != std::vector<std::string>{launcher_type(s)})
+        return fmt::format("{} should be `{} {}` (scalar `{}` of spec.json, type \"{}\", by value); {}", where(k),
+                           launcher_type(s), s.name, s.name, name(s.type), order);
     } else {
       std::vector<std::string> base;
       for (const std::string& tok : type)
         if (tok != "const" && tok != "::") base.push_back(tok);
       if (base != std::vector<std::string>{"cudaStream_t"})
-        return fmt::format("{} should be `cudaStream_t stream`: the launcher's last parameter is the stream", where(k));
+        return fmt::format("{} should be `cudaStream_t stream`: the launcher's last parameter is the stream{}", where(k),
+                           m.scalars.empty() ? "" : "; " + order);
     }
   }
   return "";
 }
+
+/// `v` as a C++ literal of scalar type `type`: "1e-06f", "0.5f", "4", "true".
+std::string scalar_literal(double v, ScalarType type) {
+  if (type == ScalarType::bool_) return v != 0 ? "true" : "false";
+  if (type == ScalarType::int_) {
+    // The spec holds ints as doubles: within int64_t's range by construction (parse_spec read them as int64_t).
+    if (v <= -9223372036854775808.0) return "std::numeric_limits<std::int64_t>::min()";
+    if (v >= 9223372036854775808.0) return "std::numeric_limits<std::int64_t>::max()";
+    return fmt::format("{}", static_cast<std::int64_t>(v));
+  }
+  std::string s = fmt::format("{}", static_cast<float>(v));  // shortest text that reads back as the same float
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+/// A bound of a "valid" rule as a C++ literal that compares exactly as the spec's double does.
+std::string bound_literal(double v) {
+  std::string s = fmt::format("{}", v);  // shortest text that reads back as the same double
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+const char* op_text(ScalarBound::Op op) {
+  switch (op) {
+    case ScalarBound::Op::gt: return ">";
+    case ScalarBound::Op::ge: return ">=";
+    case ScalarBound::Op::lt: return "<";
+    case ScalarBound::Op::le: return "<=";
+    case ScalarBound::Op::ne: return "!=";
+  }
+  return "?";
+}
+
+/// A range bound over Args `a`: "0", "a.max_pos".
+std::string range_cpp(const RangeBound& b) { return b.dim.empty() ? std::to_string(b.constant) : "a." + b.dim; }
+std::string range_words(const RangeBound& b) { return b.dim.empty() ? std::to_string(b.constant) : b.dim; }
 
 }  // namespace
 }  // namespace derive
@@ -165,7 +246,7 @@ DeriveResult derive_kernel_folder(const std::string& op, const std::string& s_so
                             "tools find an op's harness and kernel folder by the spec's name)",
                             m.spec.op, op));
 
-  // Names of dimensions and tensors become members of Args and parameters of the public API.
+  // Names of dimensions, tensors and scalars become members of Args and parameters of the public API.
   static const std::set<std::string> reserved = {"E", "stream", "dtype"};
   std::set<std::string> seen;
   auto check_name = [&](const std::string& kind, const std::string& name) -> std::string {
@@ -177,7 +258,7 @@ DeriveResult derive_kernel_folder(const std::string& op, const std::string& s_so
                          kind, name);
     if (name == op) return fmt::format("spec.json: {} name '{}' is the op's name; rename it", kind, name);
     if (!seen.insert(name).second)
-      return fmt::format("spec.json: the name '{}' names both a dimension and a tensor; rename one", name);
+      return fmt::format("spec.json: the name '{}' names two of the dimensions, tensors and scalars; rename one", name);
     return "";
   };
   for (const auto& [dim, values] : m.spec.dims) {
@@ -189,7 +270,7 @@ DeriveResult derive_kernel_folder(const std::string& op, const std::string& s_so
     if (std::string e = check_name("tensor", t.name); !e.empty()) return fail(e);
     TensorModel x;
     x.name = t.name;
-    x.element = t.element_dtype();
+    x.dtype = t.dtype;
     x.access = t.access;
     any_element = any_element || t.element_dtype();
     std::string shape;
@@ -201,11 +282,44 @@ DeriveResult derive_kernel_folder(const std::string& op, const std::string& s_so
       }
     }
     x.shape = "[" + shape + "]";
+    if (x.index()) {
+      x.range_lo = range_cpp(t.range_lo);
+      x.range_hi = range_cpp(t.range_hi);
+      x.range_text = "[" + range_words(t.range_lo) + ", " + range_words(t.range_hi) + ")";
+    }
     m.tensors.push_back(std::move(x));
   }
   if (!any_element)
     return fail("spec.json: no tensor has dtype \"element\", so the op's dtype would choose nothing; give the tensors "
                 "that follow the dtype \"element\"");
+  for (std::size_t i = 0; i < m.spec.scalars.size(); ++i) {
+    const SpecScalar& sc = m.spec.scalars[i];
+    const std::string field = fmt::format("spec.json: scalars[{}] ({})", i, sc.name);
+    if (std::string e = check_name("scalar", sc.name); !e.empty()) return fail(e);
+    ScalarModel x;
+    x.name = sc.name;
+    x.type = sc.type;
+    x.cpp_type = sc.type == ScalarType::float_ ? "float" : sc.type == ScalarType::int_ ? "std::int64_t" : "bool";
+    x.default_cpp = scalar_literal(sc.default_value, sc.type);
+    std::vector<std::string> words;
+    if (sc.type == ScalarType::float_) {
+      x.valid_terms.push_back("std::isfinite(a." + sc.name + ")");  // NaN and infinities: never a valid float
+      words.push_back("finite");
+      // The API passes a float: a value the spec admits as a double may round to one validate() refuses.
+      for (double v : sc.values)
+        if (!sc.admits(static_cast<float>(v)))
+          return fail(fmt::format("{}: {} {} rounds to {} as a C++ float, which \"valid\" ({}) refuses; give a value that "
+                                  "stays valid in float",
+                                  field, v == sc.default_value ? "\"default\"" : "the value", bound_literal(v),
+                                  scalar_literal(v, sc.type), sc.valid_text));
+    }
+    for (const ScalarBound& b : sc.valid) {
+      x.valid_terms.push_back(fmt::format("a.{} {} {}", sc.name, op_text(b.op), bound_literal(b.bound)));
+      words.push_back(fmt::format("{} {}", op_text(b.op), fmt::format("{}", b.bound)));
+    }
+    for (std::size_t k = 0; k < words.size(); ++k) x.valid_words += (k ? " and " : "") + words[k];
+    m.scalars.push_back(std::move(x));
+  }
   for (const std::string& d : m.dims)
     for (const TensorModel& x : m.tensors)
       if (std::find(x.dims.begin(), x.dims.end(), d) != x.dims.end()) {

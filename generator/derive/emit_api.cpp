@@ -26,14 +26,24 @@ std::string api_doc(const Model& m) {
   std::string o = doc_lines(summary_of(m), "");
   o += "///\n";
   o += tensor_table(m, "");
+  if (!m.scalars.empty()) {
+    o += "/// Scalars, after the dimensions (a value outside its rule is an error):\n";
+    o += scalar_table(m, "");
+  }
   o += "///\n";
   std::string text =
       "Raw device pointers on the current device; every tensor contiguous (row-major, no strides), as the "
       "original kernel S takes them.";
   if (!m.empty_dims.empty())
-    text += " A call where some tensor has no elements (" + empty_words(m) + ") is a successful no-op.";
-  text += " Errors (nothing launched, nothing written): null pointers, negative sizes, pointers misaligned to their "
-          "element, tensors too large for 64-bit byte offsets. Calls the tuned variant cannot implement (alignment, "
+    text += " A call where some tensor has no elements (" + empty_words(m) + ")" +
+            (m.scalars.empty() ? "" : " and every scalar is valid") + " is a successful no-op.";
+  text += std::string(" Errors (nothing launched, nothing written): null pointers, negative sizes, ") +
+          (m.scalars.empty() ? "" : "scalars outside their rules (NaN included), ") +
+          "pointers misaligned to their element, tensors too large for 64-bit byte offsets.";
+  if (m.any_index())
+    text += " Index tensors' values must lie in their ranges: the caller's promise, which is not checked (that would "
+            "read device memory).";
+  text += " Calls the tuned variant cannot implement (alignment, "
           "sizes) run the family's unaligned configuration. Written tensors must not overlap other tensors. "
           "Graph-capturable (no synchronisation, no allocation, device facts cached per device).";
   o += doc_lines(text, "");
@@ -151,12 +161,13 @@ std::string op_hpp(const Model& m) {
   o += api_doc(m);
   o += "/// \\tparam E float, __half or __nv_bfloat16\n";
   o += "template <class E>\n" +
-       wrap_list("[[nodiscard]] Status " + m.op + "(", with(api_params(m, "E", true), "cudaStream_t stream = nullptr"), ");") +
+       wrap_list("[[nodiscard]] Status " + m.op + "(", with(api_params(m, "E", true, true), "cudaStream_t stream = nullptr"),
+                 ");") +
        "\n";
   o += "/// The same with the element type given at run time (for bindings). An unknown dtype is refused\n"
        "/// before anything else happens.\n";
   std::vector<std::string> dtype_params = {"DType dtype"};
-  for (const std::string& p : api_params(m, "void", true)) dtype_params.push_back(p);
+  for (const std::string& p : api_params(m, "void", true, true)) dtype_params.push_back(p);
   o += wrap_list("[[nodiscard]] Status " + m.op + "(", with(dtype_params, "cudaStream_t stream = nullptr"), ");") + "\n";
   o += doc_lines(fmt::format("Which variant a call would use on the current device, given its `tokens` (the spec's "
                              "tokens_dim, {}) and `width` (its width_dim, {}), and whether it is tuned (for this device "
@@ -245,8 +256,9 @@ std::string op_cu(const Model& m) {
   for (const auto& [tag, type] : types) {
     std::vector<std::string> args;
     for (const TensorModel& t : m.tensors)
-      args.push_back(t.element ? fmt::format("static_cast<{}>({})", t.pointer(type), t.name) : t.name);
+      args.push_back(t.element() ? fmt::format("static_cast<{}>({})", t.pointer(type), t.name) : t.name);
     for (const std::string& d : m.dims) args.push_back(d);
+    for (const ScalarModel& sc : m.scalars) args.push_back(sc.name);
     args.push_back("stream");
     o += fmt::format("    case ktune::DType::{}:\n", tag);
     o += wrap_list(fmt::format("      return ktune::{}<{}>(", m.op, type), args, ");");

@@ -17,6 +17,12 @@ std::string if_return(const std::string& cond, const std::string& ret) {
   return one.size() <= 121 ? one : "  if (" + cond + ")\n    " + ret + "\n";
 }
 
+bool any_float_scalar(const Model& m) {
+  for (const ScalarModel& sc : m.scalars)
+    if (sc.type == ScalarType::float_) return true;
+  return false;
+}
+
 /// "tokens == 0 || d == 0" over `prefix` ("a." or "").
 std::string empty_condition(const Model& m, const std::string& prefix) {
   std::string s;
@@ -35,19 +41,30 @@ std::string args_hpp(const Model& m) {
                                         m.op));
   o += fmt::format(
       "#pragma once\n\n"
-      "#include <cstddef>\n#include <cstdint>\n#include <limits>\n\n"
+      "{1}#include <cstddef>\n#include <cstdint>\n#include <limits>\n\n"
       "#include <ktune/dtype.hpp>\n#include <ktune/status.hpp>\n\n"
       "namespace ktune::ops::{0} {{\n\n",
-      m.op);
+      m.op, any_float_scalar(m) ? "#include <cmath>\n" : "");
   o += "/// Arguments of one call. Every tensor is contiguous (row-major, no strides), as S takes it:\n";
   o += tensor_table(m, "");
-  o += "/// \\tparam E float, __half or __nv_bfloat16: the op's dtype (fp32 tensors are float whatever E is)\n";
+  if (m.any_index())
+    o += doc_lines("An index tensor's values must lie in its range: the caller's promise, which validate() cannot "
+                   "check without reading device memory.",
+                   "");
+  if (!m.scalars.empty()) {
+    o += "/// Scalars (spec.json's \"scalars\"), after the dimensions as in S's launcher:\n";
+    o += scalar_table(m, "");
+  }
+  o += m.any_index() ? "/// \\tparam E float, __half or __nv_bfloat16: the op's dtype (fp32 and index tensors keep their dtype\n"
+                       "///           whatever E is)\n"
+                     : "/// \\tparam E float, __half or __nv_bfloat16: the op's dtype (fp32 tensors are float whatever E is)\n";
   o += "template <class E>\nstruct Args {\n";
   std::size_t w = 0;
   for (const TensorModel& t : m.tensors) w = std::max(w, t.pointer().size() + 1 + t.name.size() + 11);
   for (const TensorModel& t : m.tensors)
     o += fmt::format("  {:<{}}  ///< {}, {}\n", t.pointer() + " " + t.name + " = nullptr;", w, t.shape, t.access_text());
   for (const std::string& d : m.dims) o += fmt::format("  std::int64_t {} = 0;\n", d);
+  for (const ScalarModel& sc : m.scalars) o += fmt::format("  {} {} = {};\n", sc.cpp_type, sc.name, sc.default_cpp);
   o += "};\n\n";
   o += fmt::format("/// Tensors of the op, in spec order: the order of Args, of S's launcher and of Harness::tensors().\n"
                    "inline constexpr int tensor_count = {};\n\n",
@@ -61,8 +78,8 @@ std::string args_hpp(const Model& m) {
          "template <class E> constexpr bool is_empty(const Args<E>&) { return false; }\n\n";
   } else {
     o += doc_lines(fmt::format("No element to compute: some tensor has no elements ({}). Such a call is a "
-                               "successful no-op that launches nothing, whatever its pointers.",
-                               empty_words(m)),
+                               "successful no-op that launches nothing, whatever its pointers{}.",
+                               empty_words(m), m.scalars.empty() ? "" : " (validate() still refuses invalid scalars)"),
                    "");
     o += fmt::format("template <class E> constexpr bool is_empty(const Args<E>& a) {{ return {}; }}\n\n",
                      empty_condition(m, "a."));
@@ -99,24 +116,42 @@ std::string args_hpp(const Model& m) {
                      k, t.name, t.shape, t.factors, count);
   }
   o += "    default: break;\n  }\n  n = 0;\n  return false;\n}\n\n";
-  o += "/// Args from the public API's parameters: the tensors, then the dimensions, as S's launcher takes them.\n";
+  o += m.scalars.empty()
+           ? "/// Args from the public API's parameters: the tensors, then the dimensions, as S's launcher takes them.\n"
+           : "/// Args from the public API's parameters: the tensors, the dimensions, then the scalars, as S's launcher\n"
+             "/// takes them.\n";
   o += "template <class E>\n" + wrap_list("constexpr Args<E> make_args(", api_params(m, "E", true), ") {");
   o += wrap_list("  return {", call_args(m), "};");
   o += "}\n\n";
 
-  o += "/// Checks that hold for every kernel of the op: sizes, pointers, element alignment, and that every\n"
-       "/// tensor's bytes fit a signed 64-bit offset. An empty call (is_empty) is valid whatever its pointers\n"
-       "/// (an empty tensor may have a null data pointer).\n";
+  o += m.scalars.empty()
+           ? "/// Checks that hold for every kernel of the op: sizes, pointers, element alignment, and that every\n"
+             "/// tensor's bytes fit a signed 64-bit offset. An empty call (is_empty) is valid whatever its pointers\n"
+             "/// (an empty tensor may have a null data pointer).\n"
+           : "/// Checks that hold for every kernel of the op: sizes, scalars (spec.json's \"valid\"; NaN never passes),\n"
+             "/// pointers, element alignment, and that every tensor's bytes fit a signed 64-bit offset. An empty call\n"
+             "/// (is_empty) with valid scalars is valid whatever its pointers (an empty tensor may have a null data\n"
+             "/// pointer).\n";
+  if (m.any_index())
+    o += doc_lines("Index tensors' values are not checked: that they lie in their ranges is the caller's promise.", "");
   o += "template <class E>\nStatus validate(const Args<E>& a) {\n";
   o += fmt::format("  static_assert(ktune::is_element_v<E>, \"{} supports float, __half and __nv_bfloat16 elements.\");\n",
                    m.op);
   for (const std::string& d : m.dims)
     o += if_return("a." + d + " < 0", fmt::format("return Status::invalid(\"{}: {} is negative\");", m.op, d));
+  // Written as !(valid) so that a NaN, for which every comparison is false, is refused.
+  for (const ScalarModel& sc : m.scalars) {
+    if (sc.valid_terms.empty()) continue;
+    std::string cond;
+    for (const std::string& t : sc.valid_terms) cond += (cond.empty() ? "" : " && ") + t;
+    o += if_return("!(" + cond + ")",
+                   fmt::format("return Status::invalid(\"{}: {} must be {}\");", m.op, sc.name, sc.valid_words));
+  }
   o += "  if (is_empty(a)) return Status::success();\n";
   for (const TensorModel& t : m.tensors)
     o += if_return("a." + t.name + " == nullptr", fmt::format("return Status::invalid(\"{}: {} is a null pointer\");", m.op, t.name));
   for (const TensorModel& t : m.tensors)
-    o += if_return(fmt::format("!detail::aligned_to(a.{}, sizeof({}))", t.name, t.element ? "E" : "float"),
+    o += if_return(fmt::format("!detail::aligned_to(a.{}, sizeof({}))", t.name, t.value_type()),
                    fmt::format("return Status::invalid(\"{}: {} is not aligned to its element size\");", m.op, t.name));
   o += "  std::int64_t n = 0;\n";
   for (std::size_t k = 0; k < m.tensors.size(); ++k) {
@@ -124,7 +159,7 @@ std::string args_hpp(const Model& m) {
     o += fmt::format("  if (!elements(a, {}, n) || n > std::numeric_limits<std::int64_t>::max() / "
                      "static_cast<std::int64_t>(sizeof({})))\n"
                      "    return Status::too_large(\"{}: {} {} has more bytes than a 64-bit offset addresses\");\n",
-                     k, t.element ? "E" : "float", m.op, t.name, t.shape);
+                     k, t.value_type(), m.op, t.name, t.shape);
   }
   o += "  return Status::success();\n}\n\n";
   o += fmt::format("}}  // namespace ktune::ops::{}\n", m.op);
@@ -137,6 +172,7 @@ std::string original_cuh(const Model& m) {
   std::string launch_args;
   for (const TensorModel& t : m.tensors) launch_args += (launch_args.empty() ? "" : ", ") + ("a." + t.name);
   for (const std::string& d : m.dims) launch_args += ", a." + d;
+  for (const ScalarModel& sc : m.scalars) launch_args += ", a." + sc.name;
   std::string o = header(
       m, fmt::format("kernels/{0}/original.cuh: the original kernel S ({1}), verbatim inside "
                      "ktune::ops::{0}::original::source, and the glue ktune reaches it through. S's leading block of "

@@ -22,17 +22,22 @@ std::string wrap_list(const std::string& head, const std::vector<std::string>& i
 /// `text` as "/// " doc lines of at most 100 columns, after `indent`.
 std::string doc_lines(const std::string& text, const std::string& indent);
 
-/// The tensor table of doc comments: "///   in   [tokens, 2*d]  E, read".
+/// The tensor table of doc comments: "///   in   [tokens, 2*d]  E, read"; index tensors add their value range.
 std::string tensor_table(const Model& m, const std::string& indent);
 
-/// Parameters of the public API and of make_args: the tensors, then the dims (S's launcher order). `e`
-/// spells the element type ("E", "float", "void"); `names` adds the parameter names.
-std::vector<std::string> api_params(const Model& m, const std::string& e, bool names);
+/// Parameters of the public API and of make_args: the tensors, then the dims, then the scalars (S's launcher
+/// order). `e` spells the element type ("E", "float", "void"); `names` adds the parameter names, `defaults`
+/// (with names) the scalars' defaults: "float eps = 1e-06f".
+std::vector<std::string> api_params(const Model& m, const std::string& e, bool names, bool defaults = false);
+
+/// The scalar table of doc comments: "///   eps  float  default 1e-06f, valid: finite and > 0"; empty without
+/// scalars.
+std::string scalar_table(const Model& m, const std::string& indent);
 
 /// "tokens or d is 0", for doc comments.
 std::string empty_words(const Model& m);
 
-/// The tensor names, then the dim names: the arguments of a call in S's launcher order.
+/// The tensor names, then the dim names, then the scalar names: the arguments of a call in S's launcher order.
 std::vector<std::string> call_args(const Model& m);
 
 // ---- the derived files ---------------------------------------------------------------------------

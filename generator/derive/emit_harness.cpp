@@ -11,10 +11,10 @@ namespace ktune::gen::derive::detail {
 // ---- harness.hpp ----------------------------------------------------------------------------------
 
 std::string harness_hpp(const Model& m) {
-  std::string names, typed, access, order;
+  std::string names, types, access, order;
   for (const TensorModel& t : m.tensors) {
     names += (names.empty() ? "" : ", ") + ("\"" + t.name + "\"");
-    typed += std::string(typed.empty() ? "" : ", ") + (t.element ? "true" : "false");
+    types += std::string(types.empty() ? "" : ", ") + "TensorType::" + ktune::name(t.dtype);
     access += std::string(access.empty() ? "" : ", ") + "ktune::Access::" +
               (t.access == Access::read ? "read" : t.access == Access::write ? "write" : "read_write");
     order += (order.empty() ? "" : ", ") + t.name;
@@ -27,7 +27,7 @@ std::string harness_hpp(const Model& m) {
   o += fmt::format(
       "#pragma once\n\n"
       "#include <cuda_runtime.h>\n\n"
-      "#include <cstddef>\n#include <cstdint>\n#include <memory>\n#include <stdexcept>\n#include <string>\n#include <vector>\n\n"
+      "#include <algorithm>\n#include <cstddef>\n#include <cstdint>\n#include <limits>\n#include <memory>\n#include <stdexcept>\n#include <string>\n#include <vector>\n\n"
       "#include <ktune/dtype.hpp>\n#include <ktune/harness.hpp>\n#include <ktune/random.hpp>\n#include <ktune/status.hpp>\n\n"
       "#include \"args.hpp\"\n#include \"original.cuh\"\n\n"
       "namespace ktune::ops::{0} {{\n\n",
@@ -35,8 +35,13 @@ std::string harness_hpp(const Model& m) {
   o += fmt::format("/// Tensor order: {} (as in spec.json).\n", order);
   o += "class Harness final : public ktune::Harness {\n public:\n";
   o += fmt::format("  static constexpr const char* names[tensor_count] = {{{}}};\n", names);
-  o += fmt::format("  static constexpr bool element_typed[tensor_count] = {{{}}};  ///< false: an fp32 tensor\n", typed);
+  o += "  /// A tensor's dtype (spec.json's \"dtype\"): the op's (E) or a fixed one.\n"
+       "  enum class TensorType { element, fp32, int32, int64 };\n";
+  o += fmt::format("  static constexpr TensorType types[tensor_count] = {{{}}};\n", types);
   o += fmt::format("  static constexpr ktune::Access access[tensor_count] = {{{}}};\n\n", access);
+  o += "  static int value_bytes(TensorType t, ktune::DType dtype) {\n"
+       "    return t == TensorType::element ? ktune::size_of(dtype) : t == TensorType::int64 ? 8 : 4;\n"
+       "  }\n\n";
   o += "  /// Inputs are uniform in [lo, hi): asymmetric, so 0 is no special point of the range, and the one draw\n"
        "  /// that rounds to exactly 0 (probability 2^-24) becomes `instead_of_zero`: no input is ever 0.\n"
        "  static constexpr float lo = -3.0f, hi = 3.125f, instead_of_zero = 0.125f;\n\n";
@@ -45,6 +50,33 @@ std::string harness_hpp(const Model& m) {
        "    const float v = ktune::uniform_at(seed, i, lo, hi);\n"
        "    return v == 0.0f ? instead_of_zero : v;\n"
        "  }\n\n";
+  if (m.any_index()) {
+    o += "  /// Index value `i` of the stream `seed`: uniform in [low, high) (low < high). The modulo's bias, at\n"
+         "  /// most (high - low) / 2^64, is far below anything a test sees; the value never leaves the range.\n"
+         "  static std::int64_t draw_index(std::uint64_t seed, std::uint64_t i, std::int64_t low, std::int64_t high) {\n"
+         "    const std::uint64_t r = ktune::mix64(seed * 0x2545f4914f6cdd1dull + i);\n"
+         "    return low + static_cast<std::int64_t>(r % static_cast<std::uint64_t>(high - low));\n"
+         "  }\n\n";
+    o += "  /// The values index tensor `k` holds at the dims of `a` (spec.json's \"range\"): [low, high), the\n"
+         "  /// caller's promise, which the inputs keep. An int32 tensor's range ends at 2^31 whatever the dims.\n"
+         "  template <class E>\n"
+         "  static void range_of(int k, const Args<E>& a, std::int64_t& low, std::int64_t& high) {\n"
+         "    (void)a;  // unused when every range is constant\n"
+         "    switch (k) {\n";
+    for (std::size_t k = 0; k < m.tensors.size(); ++k) {
+      const TensorModel& t = m.tensors[k];
+      if (!t.index()) continue;
+      o += fmt::format("      case {}:  // {} {}\n        low = {};\n        high = {};\n        break;\n", k, t.name, t.range_text,
+                       t.range_lo, t.range_hi);
+    }
+    o += "      default:\n"
+         "        low = high = 0;\n"
+         "        return;\n"
+         "    }\n"
+         "    if (types[k] == TensorType::int32)\n"
+         "      high = std::min<std::int64_t>(high, std::int64_t{std::numeric_limits<std::int32_t>::max()} + 1);\n"
+         "  }\n\n";
+  }
   o += fmt::format("  const char* op() const override {{ return \"{}\"; }}\n\n", m.op);
   o += "  std::vector<ktune::TensorInfo> tensors(const ktune::Shape& shape, ktune::DType dtype) const override {\n"
        "    const Args<float> dims = dims_of<float>(shape);\n"
@@ -55,19 +87,38 @@ std::string harness_hpp(const Model& m) {
   o += fmt::format("        throw std::runtime_error(std::string(\"{}: tensor \") + names[k] +\n"
                    "                                 \" has more than 2^63 elements at \" + shape.key());\n",
                    m.op);
-  o += "      out.push_back({names[k], static_cast<std::size_t>(n), element_typed[k] ? ktune::size_of(dtype) : 4, access[k]});\n"
+  o += "      out.push_back({names[k], static_cast<std::size_t>(n), value_bytes(types[k], dtype), access[k]});\n"
        "    }\n"
        "    return out;\n"
        "  }\n\n";
   o += "  void fill_inputs(const ktune::Shape& shape, ktune::DType dtype, std::uint64_t seed,\n"
        "                   ktune::HostTensors& host) const override {\n"
-       "    const std::vector<ktune::TensorInfo> info = tensors(shape, dtype);\n"
-       "    host.resize(info.size());\n"
+       "    const std::vector<ktune::TensorInfo> info = tensors(shape, dtype);\n";
+  if (m.any_index()) o += "    const Args<float> dims = dims_of<float>(shape);\n";
+  o += "    host.resize(info.size());\n"
        "    std::uint64_t index = 0;\n"
        "    for (std::size_t k = 0; k < info.size(); ++k) {\n"
        "      host[k].resize(info[k].bytes());\n"
-       "      if (info[k].access == ktune::Access::write) continue;\n"
-       "      ktune::visit_dtype(element_typed[k] ? dtype : ktune::DType::f32, [&](auto element) {\n"
+       "      if (info[k].access == ktune::Access::write) continue;\n";
+  if (m.any_index()) {
+    o += "      if (types[k] == TensorType::int32 || types[k] == TensorType::int64) {\n"
+         "        std::int64_t low = 0, high = 0;\n"
+         "        range_of(static_cast<int>(k), dims, low, high);\n"
+         "        if (info[k].elements > 0 && !(low < high))\n";
+    o += fmt::format("          throw std::runtime_error(std::string(\"{}: index tensor \") + names[k] + \" has no value to \" +\n"
+                     "                                   \"hold: its range [\" + std::to_string(low) + \", \" + std::to_string(high) +\n"
+                     "                                   \") is empty at \" + shape.key());\n",
+                     m.op);
+    o += "        for (std::size_t i = 0; i < info[k].elements; ++i) {\n"
+         "          const std::int64_t v = draw_index(seed, index + i, low, high);\n"
+         "          if (types[k] == TensorType::int64) reinterpret_cast<std::int64_t*>(host[k].data())[i] = v;\n"
+         "          else reinterpret_cast<std::int32_t*>(host[k].data())[i] = static_cast<std::int32_t>(v);\n"
+         "        }\n"
+         "        index += info[k].elements;\n"
+         "        continue;\n"
+         "      }\n";
+  }
+  o += "      ktune::visit_dtype(types[k] == TensorType::element ? dtype : ktune::DType::f32, [&](auto element) {\n"
        "        using T = decltype(element);\n"
        "        T* dst = reinterpret_cast<T*>(host[k].data());\n"
        "        for (std::size_t i = 0; i < info[k].elements; ++i) dst[i] = ktune::from_float<T>(draw(seed, index + i));\n"
@@ -91,11 +142,19 @@ std::string harness_hpp(const Model& m) {
        "      return std::make_shared<const Args<E>>(args_for<E>(shape, device));\n"
        "    });\n"
        "  }\n\n";
-  o += "  /// The dims of `shape`, with null tensor pointers.\n"
-       "  template <class E>\n"
+  o += m.scalars.empty() ? "  /// The dims of `shape`, with null tensor pointers.\n"
+                         : "  /// The dims and the scalars of `shape` (a scalar it does not set: spec.json's default), with null\n"
+                           "  /// tensor pointers.\n";
+  o += "  template <class E>\n"
        "  static Args<E> dims_of(const ktune::Shape& shape) {\n"
        "    Args<E> a{};\n";
   for (const std::string& d : m.dims) o += fmt::format("    a.{0} = shape.at(\"{0}\");\n", d);
+  for (const ScalarModel& sc : m.scalars) {
+    if (sc.type == ScalarType::bool_)
+      o += fmt::format("    a.{0} = shape.scalar(\"{0}\", {1}) != 0;\n", sc.name, sc.default_cpp == "true" ? "1.0" : "0.0");
+    else
+      o += fmt::format("    a.{0} = static_cast<{1}>(shape.scalar(\"{0}\", {2}));\n", sc.name, sc.cpp_type, sc.default_cpp);
+  }
   o += "    return a;\n  }\n\n";
   o += "  /// Args for `shape` pointing at `device` buffers (tensors() order), contiguous.\n"
        "  template <class E>\n"
@@ -163,7 +222,7 @@ std::string harness_hpp(const Model& m) {
        "      const cudaError_t e = cudaMemcpy(host.data(), buf.p[k], host.size(), cudaMemcpyDeviceToHost);\n"
        "      if (e != cudaSuccess) fail(\"copying \" + info[k].name + \" back\", e);\n"
        "      std::vector<double> ref(info[k].elements);\n"
-       "      ktune::visit_dtype(element_typed[k] ? dtype : ktune::DType::f32, [&](auto element) {\n"
+       "      ktune::visit_dtype(types[k] == TensorType::element ? dtype : ktune::DType::f32, [&](auto element) {\n"
        "        using T = decltype(element);\n"
        "        const T* v = reinterpret_cast<const T*>(host.data());\n"
        "        for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = static_cast<double>(ktune::to_float(v[i]));\n"

@@ -89,16 +89,31 @@ std::string tensor_table(const Model& m, const std::string& indent) {
   }
   std::string out;
   for (const TensorModel& t : m.tensors)
-    out += fmt::format("{}///   {:<{}}  {:<{}}  {}, {}\n", indent, t.name, nw, t.shape, sw, t.element ? "E" : "fp32",
-                       t.access_text());
+    out += fmt::format("{}///   {:<{}}  {:<{}}  {}, {}{}\n", indent, t.name, nw, t.shape, sw, t.dtype_text(),
+                       t.access_text(), t.index() ? ", values in " + t.range_text : "");
   return out;
 }
 
-std::vector<std::string> api_params(const Model& m, const std::string& e, bool names) {
+std::vector<std::string> api_params(const Model& m, const std::string& e, bool names, bool defaults) {
   std::vector<std::string> v;
   for (const TensorModel& t : m.tensors) v.push_back(t.pointer(e) + (names ? " " + t.name : ""));
   for (const std::string& d : m.dims) v.push_back(std::string("std::int64_t") + (names ? " " + d : ""));
+  for (const ScalarModel& s : m.scalars)
+    v.push_back(s.cpp_type + (names ? " " + s.name : "") + (names && defaults ? " = " + s.default_cpp : ""));
   return v;
+}
+
+std::string scalar_table(const Model& m, const std::string& indent) {
+  std::size_t nw = 0, tw = 0;
+  for (const ScalarModel& s : m.scalars) {
+    nw = std::max(nw, s.name.size());
+    tw = std::max(tw, s.cpp_type.size());
+  }
+  std::string out;
+  for (const ScalarModel& s : m.scalars)
+    out += fmt::format("{}///   {:<{}}  {:<{}}  default {}{}\n", indent, s.name, nw, s.cpp_type, tw, s.default_cpp,
+                       s.valid_words.empty() ? "" : ", valid: " + s.valid_words);
+  return out;
 }
 
 std::string empty_words(const Model& m) {
@@ -112,6 +127,7 @@ std::vector<std::string> call_args(const Model& m) {
   std::vector<std::string> v;
   for (const TensorModel& t : m.tensors) v.push_back(t.name);
   for (const std::string& d : m.dims) v.push_back(d);
+  for (const ScalarModel& s : m.scalars) v.push_back(s.name);
   return v;
 }
 

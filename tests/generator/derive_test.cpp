@@ -175,7 +175,7 @@ TEST(DeriveFolder, TensorsOfFp32AndReadWriteAccess) {
   EXPECT_TRUE(contains(a, "const std::int64_t f[] = {a.tokens, a.heads, 128};"));
   EXPECT_TRUE(contains(a, "aligned_to(a.lse, sizeof(float))"));
   const std::string& h = find(r, "harness.hpp")->content;
-  EXPECT_TRUE(contains(h, "element_typed[tensor_count] = {true, false}"));
+  EXPECT_TRUE(contains(h, "types[tensor_count] = {TensorType::element, TensorType::fp32}"));
   EXPECT_TRUE(contains(h, "{ktune::Access::read_write, ktune::Access::read}"));
   const std::string& cu = find(r, "scale_lse.cu")->content;
   EXPECT_TRUE(contains(cu, "Status scale_lse(DType dtype, void* x, const float* lse, std::int64_t tokens, std::int64_t heads"));
@@ -239,8 +239,9 @@ TEST(DeriveErrors, TensorAndDimensionNamesMustBeParameters) {
   const std::string s = sample_s();
   EXPECT_TRUE(contains(derive_error(op, s, spec_with("\"name\": \"out\"", "\"name\": \"float\"")), "C++ keyword"));
   EXPECT_TRUE(contains(derive_error(op, s, spec_with("\"name\": \"out\"", "\"name\": \"stream\"")), "public API"));
+  // The spec itself refuses a tensor named after a dimension (ktune/spec.hpp), naming the field.
   EXPECT_TRUE(contains(derive_error(op, s, spec_with("\"name\": \"out\"", "\"name\": \"d\"")),
-                       "names both a dimension and a tensor"));
+                       "tensors[1]: tensor name 'd' is also a dimension"));
   EXPECT_TRUE(contains(derive_error(op, s, spec_with("\"name\": \"out\"", "\"name\": \"gelu_tanh_and_mul\"")),
                        "the op's name"));
   EXPECT_TRUE(contains(derive_error(op, s, spec_with("\"name\": \"out\"", "\"name\": \"a b\"")), "C++ identifier"));
@@ -467,4 +468,295 @@ TEST(DeriveCompile, FolderCompilesWithEachAnswerButTheBrokenOne) {
       EXPECT_TRUE(results[i].ok()) << command_line(commands[i]) << "\n" << results[i].output << results[i].error;
     }
   }
+}
+
+// ---- schema 2: scalars and index tensors ---------------------------------------------------------
+
+namespace {
+
+// gather_scale: out[t, i] = scale * table[idx[t], i] (negated when `negate`), idx an int64 index tensor whose
+// values the caller promises in [0, rows).
+const std::string gather_op = "gather_scale";
+const std::string gather_spec = R"({"schema": 2, "op": "gather_scale", "summary": "out[t, i] = scale * table[idx[t], i]",
+  "dims": {"tokens": [1, 16], "d": [64], "rows": [128]}, "tokens_dim": "tokens", "width_dim": "d",
+  "dtypes": ["fp32", "bf16"],
+  "tolerance": {"fp32": {"rel_l2": 1e-6, "atol": 1e-6, "rtol": 1e-6}, "bf16": {"rel_l2": 8e-3, "atol": 8e-3, "rtol": 8e-3}},
+  "tensors": [{"name": "table", "shape": ["rows", "d"], "dtype": "element", "access": "read"},
+              {"name": "idx", "shape": ["tokens"], "dtype": "int64", "range": [0, "rows"], "access": "read"},
+              {"name": "out", "shape": ["tokens", "d"], "dtype": "element", "access": "write"}],
+  "scalars": [{"name": "scale", "type": "float", "default": 0.5, "valid": "> 0 and <= 8", "values": [2]},
+              {"name": "negate", "type": "bool", "default": false}]})";
+
+std::string gather_s(const std::string& params = "const T* table, const int64_t* idx, T* out, int64_t tokens, "
+                                                 "int64_t d, int64_t rows, float scale, bool negate, cudaStream_t stream") {
+  return "#include <cuda_runtime.h>\n#include <cstdint>\n\n"
+         "template <typename T>\n__global__ void gather_k(const T* table, const int64_t* idx, T* out, int64_t d, "
+         "float scale, bool negate) {\n"
+         "  const int64_t t = blockIdx.x;\n"
+         "  for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {\n"
+         "    const float v = scale * static_cast<float>(table[idx[t] * d + i]);\n"
+         "    out[t * d + i] = static_cast<T>(negate ? -v : v);\n  }\n}\n\n"
+         "template <typename T>\ncudaError_t launch(" + params + ") {\n"
+         "  gather_k<T><<<static_cast<unsigned>(tokens), 64, 0, stream>>>(table, idx, out, d, scale, negate);\n"
+         "  return cudaGetLastError();\n}\n";
+}
+
+// A one-point family of gather_scale written by hand, so the derived folder compiles as a whole.
+const char* const gather_space =
+    "#pragma once\n#include <ktune/arch.hpp>\n#include <ktune/space.hpp>\n"
+    "namespace ktune::ops::gather_scale {\n"
+    "struct Space {\n"
+    "  static constexpr auto space = ktune::make_space(ktune::param(\"tpb\", \"threads\", {64}));\n"
+    "  using Point = decltype(space)::Point;\n"
+    "  template <int Tpb> struct Config { static constexpr int tpb = Tpb; static constexpr Point point = {Tpb}; };\n"
+    "  static constexpr ktune::Verdict feasible(const Point&, const ktune::ArchLimits&, int) { return ktune::Verdict{}; }\n"
+    "  static constexpr Point default_point = {64};\n"
+    "  static constexpr Point unaligned_point(int) { return {64}; }\n"
+    "};\n}  // namespace ktune::ops::gather_scale\n";
+
+const char* const gather_family =
+    "#pragma once\n#include <cuda_runtime.h>\n#include \"family_base.cuh\"\n"
+    "namespace ktune::ops::gather_scale {\n"
+    "template <class Cfg, class E>\n"
+    "__global__ void family_k(const Args<E> a) {\n"
+    "  const std::int64_t t = blockIdx.x;\n"
+    "  for (std::int64_t i = threadIdx.x; i < a.d; i += Cfg::tpb) {\n"
+    "    const float v = a.scale * ktune::to_float(a.table[a.idx[t] * a.d + i]);\n"
+    "    a.out[t * a.d + i] = ktune::from_float<E>(a.negate ? -v : v);\n  }\n}\n"
+    "struct Family : FamilyBase {\n"
+    "  template <class Cfg, class E> static Status can_implement(const Args<E>& a) { return validate(a); }\n"
+    "  template <class Cfg, class E> static Status enqueue(const Args<E>& a, cudaStream_t s) {\n"
+    "    ktune::LaunchShape shape;\n    shape.grid = dim3(static_cast<unsigned>(a.tokens));\n"
+    "    shape.block = dim3(Cfg::tpb);\n    return ktune::launch(family_k<Cfg, E>, shape, s, a);\n  }\n"
+    "  template <class Cfg, class E> static ktune::KernelResources resources(const Args<E>&) {\n"
+    "    return {reinterpret_cast<const void*>(&family_k<Cfg, E>), Cfg::tpb, 0, 1};\n  }\n};\n"
+    "}  // namespace ktune::ops::gather_scale\n";
+
+}  // namespace
+
+TEST(DeriveScalars, ScalarsAndIndexTensorsFollowTheSpec) {
+  const DeriveResult r = derive_kernel_folder(gather_op, gather_s(), "gather_scale.cu", gather_spec);
+  ASSERT_TRUE(r.ok()) << r.error;
+  const std::string& a = find(r, "args.hpp")->content;
+  EXPECT_TRUE(contains(a, "  const std::int64_t* idx = nullptr;")) << a;
+  EXPECT_TRUE(contains(a, "  std::int64_t rows = 0;\n  float scale = 0.5f;\n  bool negate = false;\n")) << a;
+  EXPECT_TRUE(contains(a, "std::int64_t rows, float scale, bool negate) {")) << a;
+  // NaN fails every comparison: the check is the negation of the rule.
+  EXPECT_TRUE(contains(a, "if (!(std::isfinite(a.scale) && a.scale > 0.0 && a.scale <= 8.0))")) << a;
+  EXPECT_TRUE(contains(a, "Status::invalid(\"gather_scale: scale must be finite and > 0 and <= 8\")")) << a;
+  EXPECT_TRUE(contains(a, "aligned_to(a.idx, sizeof(std::int64_t))")) << a;
+  EXPECT_TRUE(contains(a, "caller's promise")) << a;
+  EXPECT_TRUE(contains(a, "///   idx    [tokens]     int64, read, values in [0, rows)")) << a;
+  const std::string& o = find(r, "original.cuh")->content;
+  EXPECT_TRUE(contains(o, "source::launch<E>(a.table, a.idx, a.out, a.tokens, a.d, a.rows, a.scale, a.negate, stream)"));
+  const std::string& api = find(r, "gather_scale.hpp")->content;
+  EXPECT_TRUE(contains(api, "std::int64_t rows, float scale = 0.5f, bool negate = false,")) << api;
+  EXPECT_TRUE(contains(api, "cudaStream_t stream = nullptr);")) << api;
+  EXPECT_TRUE(contains(api, "const std::int64_t* idx")) << api;
+  EXPECT_TRUE(contains(api, "///   scale   float  default 0.5f, valid: finite and > 0 and <= 8\n")) << api;
+  std::string doc = api;  // the doc comment as one line, whatever its wrapping
+  for (auto at = doc.find("\n/// "); at != std::string::npos; at = doc.find("\n/// ")) doc.replace(at, 5, " ");
+  EXPECT_TRUE(contains(doc, "Index tensors' values must lie in their ranges: the caller's promise, which is not checked"))
+      << api;
+  EXPECT_TRUE(contains(doc, "scalars outside their rules (NaN included)")) << api;
+  EXPECT_TRUE(contains(doc, "and every scalar is valid is a successful no-op")) << api;
+  const std::string& cuh = find(r, "gather_scale.cuh")->content;
+  EXPECT_FALSE(contains(cuh, "= 0.5f")) << "the definition repeats no default";
+  EXPECT_TRUE(contains(cuh, "make_args<E>(table, idx, out, tokens, d, rows,\n    scale, negate), stream);")) << cuh;
+  const std::string& cu = find(r, "gather_scale.cu")->content;
+  EXPECT_TRUE(contains(cu, "Status gather_scale(DType dtype, const void* table, const std::int64_t* idx, void* out,")) << cu;
+  EXPECT_TRUE(contains(cu, "(static_cast<const float*>(table), idx, static_cast<float*>(out), tokens, d,\n"
+                           "                                        rows, scale, negate, stream);"))
+      << cu;
+  const std::string& h = find(r, "harness.hpp")->content;
+  EXPECT_TRUE(contains(h, "types[tensor_count] = {TensorType::element, TensorType::int64, TensorType::element}")) << h;
+  EXPECT_TRUE(contains(h, "a.scale = static_cast<float>(shape.scalar(\"scale\", 0.5f));")) << h;
+  EXPECT_TRUE(contains(h, "a.negate = shape.scalar(\"negate\", 0.0) != 0;")) << h;
+  EXPECT_TRUE(contains(h, "high = a.rows;")) << h;
+
+  // Spec values of every type, as C++ literals.
+  std::string spec = gather_spec;
+  spec.replace(spec.find("\"default\": 0.5"), 14, "\"default\": 3");
+  spec.replace(spec.find("\"default\": false"), 16, "\"default\": true");
+  const DeriveResult r2 = derive_kernel_folder(gather_op, gather_s(), "gather_scale.cu", spec);
+  ASSERT_TRUE(r2.ok()) << r2.error;
+  EXPECT_TRUE(contains(find(r2, "args.hpp")->content, "  float scale = 3.0f;\n  bool negate = true;\n"));
+}
+
+TEST(DeriveScalars, TheLauncherTakesScalarsAfterTheDimsAndBeforeTheStream) {
+  // eps before the dims: rejected, naming the scalar and where it goes.
+  std::string e = derive_error(gather_op, gather_s("const T* table, const int64_t* idx, T* out, float scale, int64_t tokens, "
+                                                   "int64_t d, int64_t rows, bool negate, cudaStream_t stream"),
+                               gather_spec);
+  EXPECT_TRUE(contains(e, "parameter 4 of launch (`float scale`) is scalar `scale`, but spec.json puts `tokens` there")) << e;
+  EXPECT_TRUE(contains(e, "after the dimensions and before the stream")) << e;
+  // After the stream.
+  e = derive_error(gather_op, gather_s("const T* table, const int64_t* idx, T* out, int64_t tokens, int64_t d, int64_t rows, "
+                                       "cudaStream_t stream, float scale, bool negate"),
+                   gather_spec);
+  EXPECT_TRUE(contains(e, "parameter 7 of launch (`cudaStream_t stream`)")) << e;
+  // Unnamed, in the wrong place: the type says so.
+  e = derive_error(gather_op, gather_s("const T* table, const int64_t* idx, T* out, int64_t tokens, int64_t d, float, "
+                                       "int64_t rows, bool negate, cudaStream_t stream"),
+                   gather_spec);
+  EXPECT_TRUE(contains(e, "parameter 6 of launch (`float`) should be `int64_t rows`")) << e;
+  EXPECT_TRUE(contains(e, "scalars in spec order (after the dimensions, before the stream)")) << e;
+  // The wrong type, and a missing scalar.
+  e = derive_error(gather_op, gather_s("const T* table, const int64_t* idx, T* out, int64_t tokens, int64_t d, int64_t rows, "
+                                       "double scale, bool negate, cudaStream_t stream"),
+                   gather_spec);
+  EXPECT_TRUE(contains(e, "parameter 7 of launch (`double scale`) should be `float scale` (scalar `scale` of spec.json")) << e;
+  e = derive_error(gather_op, gather_s("const T* table, const int64_t* idx, T* out, int64_t tokens, int64_t d, int64_t rows, "
+                                       "float scale, cudaStream_t stream"),
+                   gather_spec);
+  EXPECT_TRUE(contains(e, "launch takes 8 parameters, spec.json asks for 9: (const T* table, const std::int64_t* idx, T* out, "
+                          "int64_t tokens, int64_t d, int64_t rows, float scale, bool negate, cudaStream_t stream)"))
+      << e;
+  // An index tensor's pointee is its dtype.
+  e = derive_error(gather_op, gather_s("const T* table, const int* idx, T* out, int64_t tokens, int64_t d, int64_t rows, "
+                                       "float scale, bool negate, cudaStream_t stream"),
+                   gather_spec);
+  EXPECT_TRUE(contains(e, "parameter 2 of launch (`const int* idx`) should be `const std::int64_t* idx`")) << e;
+  EXPECT_TRUE(contains(e, "dtype \"int64\"")) << e;
+  // std:: spellings and const by-value scalars are fine.
+  const DeriveResult ok = derive_kernel_folder(
+      gather_op, gather_s("const T* table, const std::int64_t* __restrict__ idx, T* out, int64_t tokens, int64_t d, "
+                          "int64_t rows, const float scale, const bool negate = false, cudaStream_t stream = nullptr"),
+      "gather_scale.cu", gather_spec);
+  EXPECT_TRUE(ok.ok()) << ok.error;
+}
+
+TEST(DeriveScalars, MalformedScalarsNameTheFieldAndTheReason) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string s = gather_spec;
+    const auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+    return s;
+  };
+  const std::string s = gather_s();
+  std::string e = derive_error(gather_op, s, with("\"type\": \"bool\"", "\"type\": \"double\""));
+  EXPECT_TRUE(contains(e, "scalars[1]: \"type\" must be float, int or bool")) << e;
+  e = derive_error(gather_op, s, with("\"default\": 0.5", "\"default\": 9"));
+  EXPECT_TRUE(contains(e, "scalars[0]: \"default\" is not valid (> 0 and <= 8)")) << e;
+  e = derive_error(gather_op, s, with("\"values\": [2]", "\"values\": [-1]"));
+  EXPECT_TRUE(contains(e, "scalars[0]: \"values\": -1 is not valid")) << e;
+  e = derive_error(gather_op, s, with("\"valid\": \"> 0 and <= 8\"", "\"valid\": \"positive\""));
+  EXPECT_TRUE(contains(e, "scalars[0]: \"valid\": 'positive' is not a comparison")) << e;
+  e = derive_error(gather_op, s, with("\"range\": [0, \"rows\"], ", ""));
+  EXPECT_TRUE(contains(e, "tensors[1]: an int64 tensor needs \"range\"")) << e;
+  e = derive_error(gather_op, s, with("\"name\": \"negate\"", "\"name\": \"rows\""));
+  EXPECT_TRUE(contains(e, "scalars[1]: scalar name 'rows' is already a dimension")) << e;
+  e = derive_error(gather_op, s, with("\"name\": \"negate\"", "\"name\": \"class\""));
+  EXPECT_TRUE(contains(e, "scalar name 'class' cannot be a C++ parameter: it is a C++ keyword")) << e;
+  e = derive_error(gather_op, s, with("\"name\": \"negate\"", "\"name\": \"stream\""));
+  EXPECT_TRUE(contains(e, "scalar name 'stream' is taken by the public API")) << e;
+  // Valid as a double, 0 as the float the API passes: refused by name.
+  e = derive_error(gather_op, s, with("\"valid\": \"> 0 and <= 8\", \"values\": [2]", "\"valid\": \"> 0\", \"values\": [1e-50]"));
+  EXPECT_TRUE(contains(e, "spec.json: scalars[0] (scale): the value 1e-50 rounds to 0.0f as a C++ float")) << e;
+  e = derive_error(gather_op, s, with("\"schema\": 2, ", ""));
+  EXPECT_TRUE(contains(e, "needs \"schema\": 2")) << e;
+}
+
+TEST(DeriveScalars, DerivedFolderCompilesValidatesScalarsAndKeepsIndexRanges) {
+  if (!have_compilers()) GTEST_SKIP() << "no nvcc at " KTUNE_TEST_NVCC;
+  const fs::path root = fs::path(KTUNE_TEST_WORK_DIR) / "derive" / "gather_scale";
+  std::error_code ec;
+  fs::remove_all(root, ec);
+  const fs::path folder = root / "kernels" / gather_op;
+  const DeriveResult r = derive_kernel_folder(gather_op, gather_s(), "gather_scale.cu", gather_spec);
+  ASSERT_TRUE(r.ok()) << r.error;
+  for (const DerivedFile& f : r.files) ASSERT_EQ(write_file_atomic(folder / f.name, f.content), "");
+  ASSERT_EQ(write_file_atomic(folder / "space.hpp", gather_space), "");
+  ASSERT_EQ(write_file_atomic(folder / "family.cuh", gather_family), "");
+  ProcessOptions opt;
+  opt.timeout_s = 180;
+
+  // 1. Host compiler: args.hpp's validate() on scalars (a bad one is refused before any pointer is looked at,
+  //    empty calls included), and the space hash for the default tuned table.
+  const std::string host =
+      "#include <cmath>\n#include <cstdio>\n#include <cstring>\n#include <limits>\n\n"
+      "#include \"kernels/gather_scale/args.hpp\"\n#include \"kernels/gather_scale/gather_scale.hpp\"\n"
+      "#include \"kernels/gather_scale/space.hpp\"\n\n"
+      "using namespace ktune::ops::gather_scale;\n"
+      "static int fails = 0;\n"
+      "static void expect(bool ok, const char* what) { if (!ok) { std::fprintf(stderr, \"FAILED: %s\\n\", what); ++fails; } }\n"
+      "int main() {\n"
+      "  alignas(16) static float table[128 * 64], out[16 * 64];\n"
+      "  alignas(16) static std::int64_t idx[16];\n"
+      "  const Args<float> good = make_args<float>(table, idx, out, 16, 64, 128, 0.5f, true);\n"
+      "  expect(validate(good).ok(), \"scale 0.5 is valid\");\n"
+      "  expect(Args<float>{}.scale == 0.5f && !Args<float>{}.negate, \"Args holds the defaults\");\n"
+      "  for (float bad : {0.0f, -1.0f, 8.5f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {\n"
+      "    const ktune::Status st = validate(make_args<float>(table, idx, out, 16, 64, 128, bad, false));\n"
+      "    expect(!st.ok() && std::strstr(st.message, \"scale must be finite and > 0 and <= 8\"), \"a bad scale is refused\");\n"
+      "    expect(!validate(make_args<float>(nullptr, nullptr, nullptr, 0, 64, 128, bad, false)).ok(), \"even when empty\");\n"
+      "  }\n"
+      "  expect(validate(make_args<float>(table, idx, out, 16, 64, 128, 8.0f, false)).ok(), \"<= 8 holds at 8\");\n"
+      "  expect(!validate(make_args<float>(table, idx + 0, reinterpret_cast<float*>(reinterpret_cast<char*>(out) + 2), 16, 64, 128, 1.0f, false)).ok(), \"misaligned out\");\n"
+      "  expect(!validate(make_args<float>(table, reinterpret_cast<const std::int64_t*>(reinterpret_cast<const char*>(idx) + 4), out, 16, 64, 128, 1.0f, false)).ok(), \"idx aligned to 8 bytes\");\n"
+      "  if (fails) return 1;\n"
+      "  std::printf(\"%llu\\n\", static_cast<unsigned long long>(Space::space.hash()));\n"
+      "}\n";
+  ASSERT_EQ(write_file_atomic(root / "host.cpp", host), "");
+  std::vector<std::string> cmd = {KTUNE_TEST_CXX, "-std=c++20"};
+  for (const std::string& f : include_flags(root)) cmd.push_back(f);
+  add_includes(cmd, KTUNE_TEST_CUDA_INCLUDE);
+  cmd.insert(cmd.end(), {(root / "host.cpp").string(), "-o", (root / "host").string()});
+  const ProcessResult built = run_process(cmd, opt);
+  ASSERT_TRUE(built.ok()) << command_line(cmd) << "\n" << built.output << built.error;
+  const ProcessResult hash = run_process({(root / "host").string()}, opt);
+  ASSERT_TRUE(hash.ok()) << hash.output << hash.error;
+  const DerivedFile table = default_tuned_table(gather_op, std::stoull(hash.output));
+  ASSERT_EQ(write_file_atomic(folder / table.name, table.content), "");
+
+  // 2. nvcc: the public API as ktune::kernels compiles it, and a program that runs the harness's input fill
+  //    (no GPU needed): every idx value inside [0, rows), the scalars of a shape reaching Args.
+  const std::string check =
+      "#include <cstdio>\n#include <set>\n\n#include \"kernels/gather_scale/harness.hpp\"\n\n"
+      "int main() {\n"
+      "  ktune::ops::gather_scale::Harness h;\n"
+      "  int fails = 0;\n"
+      "  for (std::int64_t rows : {1, 3, 1000}) {\n"
+      "    ktune::Shape shape;\n"
+      "    shape.dims = {{\"tokens\", 5000}, {\"d\", 1}, {\"rows\", rows}};\n"
+      "    for (std::uint64_t seed : {1ull, 2ull, 0x9e3779b97f4a7c15ull}) {\n"
+      "      ktune::HostTensors host;\n"
+      "      h.fill_inputs(shape, ktune::DType::bf16, seed, host);\n"
+      "      const auto* idx = reinterpret_cast<const std::int64_t*>(host[1].data());\n"
+      "      std::set<std::int64_t> seen;\n"
+      "      for (int i = 0; i < 5000; ++i) {\n"
+      "        if (idx[i] < 0 || idx[i] >= rows) { std::fprintf(stderr, \"idx[%d] = %lld outside [0, %lld)\\n\", i, (long long)idx[i], (long long)rows); ++fails; }\n"
+      "        seen.insert(idx[i]);\n"
+      "      }\n"
+      "      if (rows <= 3 && static_cast<std::int64_t>(seen.size()) != rows) { std::fprintf(stderr, \"rows %lld: only %zu values drawn\\n\", (long long)rows, seen.size()); ++fails; }\n"
+      "      if (host[1].size() != 5000 * 8) { std::fprintf(stderr, \"idx has %zu bytes\\n\", host[1].size()); ++fails; }\n"
+      "    }\n"
+      "  }\n"
+      "  ktune::Shape shape;\n"
+      "  shape.dims = {{\"tokens\", 2}, {\"d\", 64}, {\"rows\", 0}};\n"
+      "  ktune::HostTensors host;\n"
+      "  bool threw = false;\n"
+      "  try { h.fill_inputs(shape, ktune::DType::f32, 1, host); } catch (const std::exception& e) { threw = std::string(e.what()).find(\"range [0, 0) is empty\") != std::string::npos; }\n"
+      "  if (!threw) { std::fprintf(stderr, \"an empty range must be an error\\n\"); ++fails; }\n"
+      "  shape.dims = {{\"tokens\", 2}, {\"d\", 64}, {\"rows\", 8}};\n"
+      "  shape.scalars = {{\"scale\", 2.0}, {\"negate\", 1.0}};\n"
+      "  auto a = ktune::ops::gather_scale::Harness::dims_of<float>(shape);\n"
+      "  if (a.scale != 2.0f || !a.negate || a.rows != 8) { std::fprintf(stderr, \"shape's scalars not in Args\\n\"); ++fails; }\n"
+      "  shape.scalars.clear();\n"
+      "  a = ktune::ops::gather_scale::Harness::dims_of<float>(shape);\n"
+      "  if (a.scale != 0.5f || a.negate) { std::fprintf(stderr, \"defaults not in Args\\n\"); ++fails; }\n"
+      "  if (h.tensors(shape, ktune::DType::bf16)[1].element_bytes != 8) { std::fprintf(stderr, \"idx is 8 bytes a value\\n\"); ++fails; }\n"
+      "  return fails ? 1 : 0;\n"
+      "}\n";
+  ASSERT_EQ(write_file_atomic(root / "check.cu", check), "");
+  std::vector<std::string> link = {KTUNE_TEST_NVCC, "-std=c++17", "-arch=sm_90", "--expt-relaxed-constexpr"};
+  for (const std::string& f : include_flags(root)) link.push_back(f);
+  link.insert(link.end(), {(root / "check.cu").string(), "-o", (root / "check").string()});
+  const std::vector<std::vector<std::string>> commands = {nvcc_command(root, folder / (gather_op + ".cu")), link};
+  const std::vector<ProcessResult> results = run_processes(commands, 2, opt);
+  for (std::size_t i = 0; i < results.size(); ++i)
+    ASSERT_TRUE(results[i].ok()) << command_line(commands[i]) << "\n" << results[i].output << results[i].error;
+  const ProcessResult ran = run_process({(root / "check").string()}, opt);
+  EXPECT_TRUE(ran.ok()) << ran.output << ran.error;
 }

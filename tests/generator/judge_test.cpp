@@ -60,6 +60,15 @@ std::vector<nlohmann::json> passing_rows(const std::string& shape = "tokens=3,d=
   return rows;
 }
 
+/// The sample spec in schema 2 with a bool scalar (default true) and a float one with two other values.
+std::string scalar_spec() {
+  std::string s = sample_spec();
+  s.replace(s.find('{'), 1,
+            R"({"schema": 2, "scalars": [{"name": "approximate", "type": "bool", "default": true},
+  {"name": "scale", "type": "float", "default": 1.0, "valid": "> 0", "values": [0.5, 1.0, 4]}],)");
+  return s;
+}
+
 }  // namespace
 
 // ---- the planner's verdicts ----
@@ -302,6 +311,33 @@ TEST(JudgeShapes, SanitizerShapesAreTheSmallestEdgeAndSpecShapes) {
   EXPECT_TRUE(keys.empty());
 }
 
+TEST(JudgeShapes, EveryOtherScalarValueGetsAnEdgeRun) {
+  std::string err;
+  const std::vector<ScalarSpec> runs = scalar_specs(scalar_spec(), err);
+  ASSERT_EQ(err, "");
+  ASSERT_EQ(runs.size(), 3u);
+  // The bool's other value, then the float's values other than its default; every other scalar at its default.
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"approximate-1", "approximate=false"}, {"scale-0", "scale=0.5"}, {"scale-2", "scale=4"}};
+  const std::string edges = edge_spec(scalar_spec(), err);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    SCOPED_TRACE(runs[i].name);
+    EXPECT_EQ(runs[i].name, want[i].first);
+    EXPECT_EQ(runs[i].what, want[i].second);
+    const ktune::Spec s = ktune::parse_spec_text(runs[i].spec_text, runs[i].name);
+    EXPECT_EQ(s.dims, ktune::parse_spec_text(edges, "edges").dims) << "edge shapes only";
+    for (const ktune::Shape& shape : s.shapes()) {
+      EXPECT_EQ(shape.scalar("approximate", -1), i == 0 ? 0.0 : 1.0);
+      EXPECT_EQ(shape.scalar("scale", -1), i == 0 ? 1.0 : i == 1 ? 0.5 : 4.0);
+    }
+  }
+  // The judge meets S at both values of a bool: the default through the plain edge run, the other here.
+  EXPECT_TRUE(scalar_specs(sample_spec(), err).empty()) << "no scalars, no extra runs";
+  EXPECT_EQ(err, "");
+  scalar_specs("{not json", err);
+  EXPECT_HAS(err, "edge shapes");
+}
+
 // ---- what the sanitizer runs ----
 
 TEST(JudgeSanitizer, EveryVariantTheTunedTableCanInstall) {
@@ -507,8 +543,8 @@ else echo "========= ERROR SUMMARY: 0 errors"; fi
     return doc.dump(1) + "\n";
   }
 
-  Judgement judge(const TestingOptions& t = {}, TuningResult* tuned = nullptr) const {
-    return judge_family(tc, c, sample_spec(), dir / "round", t, TuningOptions{}, tuned);
+  Judgement judge(const TestingOptions& t = {}, TuningResult* tuned = nullptr, const std::string& spec = sample_spec()) const {
+    return judge_family(tc, c, spec, dir / "round", t, TuningOptions{}, tuned);
   }
 };
 
@@ -551,6 +587,39 @@ TEST(JudgeFamily, AnHonestFamilyPassesEveryStepAndEveryRunIsMade) {
   EXPECT_EQ(s.count("--variants ^(tpb_128\\.vb_1|tpb_128\\.vb_4|tpb_256\\.vb_4|tpb_64\\.vb_4)$"), 2 * 3u) << calls;
   EXPECT_EQ(s.count("--shapes ^(tokens=1,d=1|tokens=1,d=4096)$"), 2 * 3u) << calls;
   EXPECT_HAS(j.findings, "compute-sanitizer initcheck: no reports");
+}
+
+TEST(JudgeFamily, EachScalarValueGetsAnEdgeRunAndAWrongOneRejects) {
+  {
+    ScriptedJudge s("scalars");
+    const Judgement j = s.judge({}, nullptr, scalar_spec());
+    ASSERT_TRUE(j.passed) << j.reason << "\n" << j.findings;
+    const std::string calls = s.calls();
+    // The plain edge runs (default and wide) at approximate=true, one more at approximate=false: both values.
+    EXPECT_EQ(s.count("bench --kernels " + (s.dir / "round/judge/edge").string() + " "), 2u) << calls;
+    for (const char* set : {"edge-approximate-1", "edge-scale-0", "edge-scale-2"}) {
+      EXPECT_EQ(s.count("/round/judge/" + std::string(set) + " "), 1u) << set << "\n" << calls;
+      EXPECT_TRUE(fs::exists(s.dir / "round/judge" / set / "gelu_tanh_and_mul/spec.json")) << set;
+    }
+    const ktune::Spec flipped =
+        ktune::parse_spec_text(slurp(s.dir / "round/judge/edge-approximate-1/gelu_tanh_and_mul/spec.json"), "flipped");
+    ASSERT_EQ(flipped.scalars.size(), 2u);
+    EXPECT_EQ(flipped.scalars[0].default_value, 0.0);
+    const ktune::Spec plain = ktune::parse_spec_text(slurp(s.dir / "round/judge/edge/gelu_tanh_and_mul/spec.json"), "plain");
+    EXPECT_EQ(plain.scalars.at(0).default_value, 1.0);
+    EXPECT_HAS(j.findings, "edge shapes, approximate=false: 6 of 6");
+    EXPECT_HAS(j.findings, "edge shapes, scale=4: 6 of 6");
+  }
+  {  // a variant wrong only at the bool's other value
+    ScriptedJudge s("scalar-wrong");
+    auto rows = passing_rows();
+    rows.push_back(row("fp32", "tokens=3,d=7", "tpb_256.vb_4", "incorrect: out: 21 of 21 elements outside the tolerance"));
+    s.write("gate-edge-approximate-1-default.json", gate_file(rows));
+    const Judgement j = s.judge({}, nullptr, scalar_spec());
+    EXPECT_FALSE(j.passed);
+    EXPECT_EQ(j.verdict, Node::incorrect);
+    EXPECT_HAS(j.reason, "approximate=false");
+  }
 }
 
 TEST(JudgeFamily, TheFirstFailingStepIsTheVerdict) {

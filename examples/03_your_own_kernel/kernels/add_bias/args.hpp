@@ -1,5 +1,5 @@
 // Derived by ktune 0.1.0 (`ktune derive`, `ktune agent`) for op add_bias from S (add_bias.cu,
-// 0xbac3b0043287fa13) and spec.json (0xd4a2a8b2d88ce61c).
+// 0xbac3b0043287fa13) and spec.json (0xef37ef904008cb27).
 // Do not edit: change S or spec.json and run `ktune derive` (or `ktune agent`) again.
 //
 // kernels/add_bias/args.hpp: one call's arguments and the checks every kernel of the op shares, from

@@ -1,5 +1,5 @@
 // Derived by ktune 0.1.0 (`ktune derive`, `ktune agent`) for op add_bias from S (add_bias.cu,
-// 0xbac3b0043287fa13) and spec.json (0xd4a2a8b2d88ce61c).
+// 0xbac3b0043287fa13) and spec.json (0xef37ef904008cb27).
 // Do not edit: change S or spec.json and run `ktune derive` (or `ktune agent`) again.
 //
 // kernels/add_bias/harness.hpp: what the benchmark and the generic GPU checks need to run any add_bias
@@ -9,8 +9,10 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -30,8 +32,14 @@ namespace ktune::ops::add_bias {
 class Harness final : public ktune::Harness {
  public:
   static constexpr const char* names[tensor_count] = {"x", "bias", "out"};
-  static constexpr bool element_typed[tensor_count] = {true, true, true};  ///< false: an fp32 tensor
+  /// A tensor's dtype (spec.json's "dtype"): the op's (E) or a fixed one.
+  enum class TensorType { element, fp32, int32, int64 };
+  static constexpr TensorType types[tensor_count] = {TensorType::element, TensorType::element, TensorType::element};
   static constexpr ktune::Access access[tensor_count] = {ktune::Access::read, ktune::Access::read, ktune::Access::write};
+
+  static int value_bytes(TensorType t, ktune::DType dtype) {
+    return t == TensorType::element ? ktune::size_of(dtype) : t == TensorType::int64 ? 8 : 4;
+  }
 
   /// Inputs are uniform in [lo, hi): asymmetric, so 0 is no special point of the range, and the one draw
   /// that rounds to exactly 0 (probability 2^-24) becomes `instead_of_zero`: no input is ever 0.
@@ -53,7 +61,7 @@ class Harness final : public ktune::Harness {
       if (!elements(dims, k, n))
         throw std::runtime_error(std::string("add_bias: tensor ") + names[k] +
                                  " has more than 2^63 elements at " + shape.key());
-      out.push_back({names[k], static_cast<std::size_t>(n), element_typed[k] ? ktune::size_of(dtype) : 4, access[k]});
+      out.push_back({names[k], static_cast<std::size_t>(n), value_bytes(types[k], dtype), access[k]});
     }
     return out;
   }
@@ -66,7 +74,7 @@ class Harness final : public ktune::Harness {
     for (std::size_t k = 0; k < info.size(); ++k) {
       host[k].resize(info[k].bytes());
       if (info[k].access == ktune::Access::write) continue;
-      ktune::visit_dtype(element_typed[k] ? dtype : ktune::DType::f32, [&](auto element) {
+      ktune::visit_dtype(types[k] == TensorType::element ? dtype : ktune::DType::f32, [&](auto element) {
         using T = decltype(element);
         T* dst = reinterpret_cast<T*>(host[k].data());
         for (std::size_t i = 0; i < info[k].elements; ++i) dst[i] = ktune::from_float<T>(draw(seed, index + i));
@@ -169,7 +177,7 @@ class Harness final : public ktune::Harness {
       const cudaError_t e = cudaMemcpy(host.data(), buf.p[k], host.size(), cudaMemcpyDeviceToHost);
       if (e != cudaSuccess) fail("copying " + info[k].name + " back", e);
       std::vector<double> ref(info[k].elements);
-      ktune::visit_dtype(element_typed[k] ? dtype : ktune::DType::f32, [&](auto element) {
+      ktune::visit_dtype(types[k] == TensorType::element ? dtype : ktune::DType::f32, [&](auto element) {
         using T = decltype(element);
         const T* v = reinterpret_cast<const T*>(host.data());
         for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = static_cast<double>(ktune::to_float(v[i]));
