@@ -21,41 +21,10 @@
 #include <ktune/registry.hpp>
 #include <ktune/status.hpp>
 
+#include "../common/norm_rows/common.cuh"  // norm_rows::detail::store_floats, load_floats
 #include "args.hpp"
 
 namespace ktune::ops::fused_add_rmsnorm {
-namespace detail {
-/// N fp32 values to or from shared memory at a 16-byte-aligned address when N is a multiple of 4
-/// (as FlashInfer's vec_t<float, N> stores them), element by element otherwise.
-template <int N>
-__device__ __forceinline__ void store_floats(float* dst, const float (&src)[N]) {
-  if constexpr (N % 4 == 0) {
-#pragma unroll
-    for (int i = 0; i < N; i += 4)
-      *reinterpret_cast<float4*>(dst + i) = make_float4(src[i], src[i + 1], src[i + 2], src[i + 3]);
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) dst[i] = src[i];
-  }
-}
-template <int N>
-__device__ __forceinline__ void load_floats(float (&dst)[N], const float* src) {
-  if constexpr (N % 4 == 0) {
-#pragma unroll
-    for (int i = 0; i < N; i += 4) {
-      const float4 f = *reinterpret_cast<const float4*>(src + i);
-      dst[i] = f.x;
-      dst[i + 1] = f.y;
-      dst[i + 2] = f.z;
-      dst[i + 3] = f.w;
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) dst[i] = src[i];
-  }
-}
-}  // namespace detail
-
 namespace original {
 
 /// FlashInfer's math::rsqrt.
@@ -110,7 +79,7 @@ __global__ void fused_add_rmsnorm_kernel(T* __restrict__ input, T* __restrict__ 
     }
     if ((i * num_threads + thread_id) * VecSize < d) {
       *reinterpret_cast<Vec*>(residual + bx * stride_residual + offset) = residual_vec;
-      detail::store_floats(smem_x + offset, x_vec);
+      norm_rows::detail::store_floats(smem_x + offset, x_vec);
     }
   }
 
@@ -137,7 +106,7 @@ __global__ void fused_add_rmsnorm_kernel(T* __restrict__ input, T* __restrict__ 
     const std::uint32_t offset = i * num_threads * VecSize + thread_id * VecSize;
     if ((i * num_threads + thread_id) * VecSize < d) {
       weight_vec = *reinterpret_cast<const Vec*>(weight + offset);
-      detail::load_floats(x_vec, smem_x + offset);
+      norm_rows::detail::load_floats(x_vec, smem_x + offset);
 #pragma unroll
       for (std::uint32_t j = 0; j < VecSize; j++)
         input_vec.v[j] = from_float<T>(x_vec[j] * rms_rcp * to_float(weight_vec.v[j]));

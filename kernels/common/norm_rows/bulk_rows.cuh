@@ -1,5 +1,5 @@
-// kernels/fused_add_rmsnorm/bulk_rows.cuh: stage 6 (bulk rows): the persistent blocks of stage 3 fed by
-// cp.async.bulk copies of whole rows into a shared-memory ring whose stages complete on mbarriers (sm_90).
+// kernels/common/norm_rows/bulk_rows.cuh: stage 6 (bulk rows) of every RMS norm kind: the persistent blocks of
+// stage 3 fed by cp.async.bulk copies of whole rows into a shared-memory ring whose stages complete on mbarriers (sm_90).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,7 +11,7 @@
 
 #include "common.cuh"
 
-namespace ktune::ops::fused_add_rmsnorm {
+namespace ktune::ops::norm_rows {
 namespace detail {
 
 // ---- stage 6: rows fed by bulk copies into a shared-memory ring ------------------------------------
@@ -51,6 +51,18 @@ __device__ __forceinline__ void bulk_copy_row(unsigned bar, unsigned dst, const 
   __trap();  // stage 6 is pruned below sm_90 and never launched there
 #endif
 }
+/// One row of input into a ring stage (the kinds without a residual): the same, one copy.
+__device__ __forceinline__ void bulk_copy_row(unsigned bar, unsigned dst, const void* in, unsigned row_bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(row_bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(in), "r"(row_bytes), "r"(bar)
+               : "memory");
+#else
+  __trap();  // stage 6 is pruned below sm_90 and never launched there
+#endif
+}
 /// Waits until the barrier's phase of parity `parity` has completed.
 __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -70,10 +82,11 @@ __device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
 /// stages filled: rows i .. i + ring - 1 are in flight while row i is reduced. A stage is refilled right
 /// after the barrier of the row it held: every thread has read it by then (x is in registers). One
 /// barrier per row, two alternating warp-sum slots, as stage 3.
-template <class Cfg, class E>
+template <class K, class Cfg, class E>
 __device__ __forceinline__ void bulk_rows(const Params<E>& p, unsigned char* ring, unsigned long long* full,
                                           float (*sums)[32]) {
-  constexpr int Vec = Traits<Cfg, E>::vec;
+  constexpr int Vec = Traits<K, Cfg, E>::vec;
+  constexpr unsigned Inputs = K::row_inputs;  // rows per ring stage: input (and residual)
   constexpr int Vpt = Cfg::vpt;
   const int tid = static_cast<int>(threadIdx.x);
   const int threads = static_cast<int>(blockDim.x);
@@ -86,8 +99,11 @@ __device__ __forceinline__ void bulk_rows(const Params<E>& p, unsigned char* rin
   auto issue = [&](std::int64_t i) {  // row i of this block into stage i % stages
     const std::int64_t row = first + i * step;
     const int s = static_cast<int>(i % stages);
-    bulk_copy_row(full_base + 8u * s, ring_base + 2u * row_bytes * s, p.input + row * p.input_stride,
-                  p.residual + row * p.residual_stride, row_bytes);
+    if constexpr (K::residual)
+      bulk_copy_row(full_base + 8u * s, ring_base + Inputs * row_bytes * s, p.input + row * p.input_stride,
+                    p.residual + row * p.residual_stride, row_bytes);
+    else
+      bulk_copy_row(full_base + 8u * s, ring_base + Inputs * row_bytes * s, p.input + row * p.input_stride, row_bytes);
   };
   if (tid == 0) {
     for (int s = 0; s < stages; ++s) mbarrier_init(full_base + 8u * s, 1);
@@ -106,11 +122,12 @@ __device__ __forceinline__ void bulk_rows(const Params<E>& p, unsigned char* rin
   for (std::int64_t i = 0; i < n; ++i) {
     const int s = static_cast<int>(i % stages);
     mbarrier_wait(full_base + 8u * s, static_cast<unsigned>((i / stages) & 1));
-    const E* in_s = reinterpret_cast<const E*>(ring + 2u * row_bytes * s);
-    const E* res_s = in_s + p.h;
+    const E* in_s = reinterpret_cast<const E*>(ring + Inputs * row_bytes * s);
+    const E* res_s = K::residual ? in_s + p.h : nullptr;
     const std::int64_t row = first + i * step;
     E* in_row = p.input + row * p.input_stride;
-    E* res_row = p.residual + row * p.residual_stride;
+    E* res_row = K::residual ? p.residual + row * p.residual_stride : nullptr;
+    E* out_row = K::in_place ? in_row : p.output + row * p.output_stride;
     float x[Vpt][Vec];
     float sum = 0.f;
 #pragma unroll
@@ -118,13 +135,21 @@ __device__ __forceinline__ void bulk_rows(const Params<E>& p, unsigned char* rin
       const int j = tid + k * threads;
       if (j < nvec) {
         const uint4 a = load_words(in_s + static_cast<std::ptrdiff_t>(j) * Vec);
-        const uint4 r = load_words(res_s + static_cast<std::ptrdiff_t>(j) * Vec);
+        if constexpr (K::residual) {
+          const uint4 r = load_words(res_s + static_cast<std::ptrdiff_t>(j) * Vec);
 #pragma unroll
-        for (int e = 0; e < Vec; ++e) {
-          x[k][e] = element<E>(a, e) + element<E>(r, e);
-          sum += x[k][e] * x[k][e];
+          for (int e = 0; e < Vec; ++e) {
+            x[k][e] = element<E>(a, e) + element<E>(r, e);
+            sum += x[k][e] * x[k][e];
+          }
+          store_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(x[k]));
+        } else {
+#pragma unroll
+          for (int e = 0; e < Vec; ++e) {
+            x[k][e] = element<E>(a, e);
+            sum += x[k][e] * x[k][e];
+          }
         }
-        store_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(x[k]));
       } else {
 #pragma unroll
         for (int e = 0; e < Vec; ++e) x[k][e] = 0.f;
@@ -146,12 +171,12 @@ __device__ __forceinline__ void bulk_rows(const Params<E>& p, unsigned char* rin
       if (j < nvec) {
         float o[Vec];
 #pragma unroll
-        for (int e = 0; e < Vec; ++e) o[e] = x[k][e] * inv_rms * element<E>(w[k], e);
-        store_words(in_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(o));
+        for (int e = 0; e < Vec; ++e) o[e] = x[k][e] * inv_rms * weight_factor<K>(element<E>(w[k], e));
+        store_words(out_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(o));
       }
     }
   }
 }
 
 }  // namespace detail
-}  // namespace ktune::ops::fused_add_rmsnorm
+}  // namespace ktune::ops::norm_rows

@@ -1,5 +1,5 @@
-// kernels/fused_add_rmsnorm/persistent_rows.cuh: stages 3 (persistent rows) and 4 (warp rows), one
-// device loop: a row group (a block or a warp) keeps its weights in registers and takes every
+// kernels/common/norm_rows/persistent_rows.cuh: stages 3 (persistent rows) and 4 (warp rows) of every RMS norm
+// kind, one device loop: a row group (a block or a warp) keeps its weights in registers and takes every
 // `groups`-th row, the next row's loads in flight across this row's reduction.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 #include "common.cuh"
 
-namespace ktune::ops::fused_add_rmsnorm {
+namespace ktune::ops::norm_rows {
 namespace detail {
 
 /// The persistent stages' view of one thread: which rows its group (a block for stage 3, a warp for
@@ -24,17 +24,17 @@ struct RowGroup {
   int stride;              // threads per group
 };
 
-/// Issues the loads of row `row`'s input and residual vectors of this thread (nothing waits for them).
-template <class E, int Vec, int Vpt>
+/// Issues the loads of row `row`'s input (and residual) vectors of this thread (nothing waits for them).
+template <class K, class E, int Vec, int Vpt>
 __device__ __forceinline__ void load_row(const Params<E>& p, std::int64_t row, const RowGroup& g, int nvec,
                                          uint4 (&a)[Vpt], uint4 (&r)[Vpt]) {
   const E* in_row = p.input + row * p.input_stride;
-  const E* res_row = p.residual + row * p.residual_stride;
+  const E* res_row = K::residual ? p.residual + row * p.residual_stride : nullptr;
 #pragma unroll
   for (int k = 0; k < Vpt; ++k) {
     const int j = loaded_vector(g.first + k * g.stride, nvec);
     a[k] = load_words(in_row + static_cast<std::ptrdiff_t>(j) * Vec);
-    r[k] = load_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec);
+    if constexpr (K::residual) r[k] = load_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec);
   }
 }
 
@@ -44,23 +44,27 @@ __device__ __forceinline__ void load_row(const Params<E>& p, std::int64_t row, c
 /// `sums` is the block's slot for this row: callers alternate two slots between consecutive rows, so
 /// one barrier per row is enough (a warp writes a slot again only after the next row's barrier, which
 /// every warp reaches after reading it).
-template <bool WarpRows, class E, int Vec, int Vpt>
+template <class K, bool WarpRows, class E, int Vec, int Vpt>
 __device__ __forceinline__ void finish_row(const Params<E>& p, std::int64_t row, const RowGroup& g, int nvec,
                                            const uint4 (&a)[Vpt], const uint4 (&r)[Vpt], const uint4 (&w)[Vpt],
                                            float* sums) {
   E* in_row = p.input + row * p.input_stride;
-  E* res_row = p.residual + row * p.residual_stride;
+  E* res_row = K::residual ? p.residual + row * p.residual_stride : nullptr;
+  E* out_row = K::in_place ? in_row : p.output + row * p.output_stride;
   float x[Vpt][Vec];
   float sum = 0.f;
 #pragma unroll
   for (int k = 0; k < Vpt; ++k) {
     const int j = g.first + k * g.stride;
 #pragma unroll
-    for (int e = 0; e < Vec; ++e) x[k][e] = element<E>(a[k], e) + element<E>(r[k], e);
+    for (int e = 0; e < Vec; ++e) {
+      if constexpr (K::residual) x[k][e] = element<E>(a[k], e) + element<E>(r[k], e);
+      else x[k][e] = element<E>(a[k], e);
+    }
     if (j < nvec) {
 #pragma unroll
       for (int e = 0; e < Vec; ++e) sum += x[k][e] * x[k][e];
-      store_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(x[k]));
+      if constexpr (K::residual) store_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(x[k]));
     }
   }
   float total = warp_allreduce(sum);
@@ -77,8 +81,8 @@ __device__ __forceinline__ void finish_row(const Params<E>& p, std::int64_t row,
     if (j < nvec) {
       float o[Vec];
 #pragma unroll
-      for (int e = 0; e < Vec; ++e) o[e] = x[k][e] * inv_rms * element<E>(w[k], e);
-      store_words(in_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(o));
+      for (int e = 0; e < Vec; ++e) o[e] = x[k][e] * inv_rms * weight_factor<K>(element<E>(w[k], e));
+      store_words(out_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(o));
     }
   }
 }
@@ -87,9 +91,9 @@ __device__ __forceinline__ void finish_row(const Params<E>& p, std::int64_t row,
 /// loaded once; two register sets of input and residual alternate, so the next row's loads are issued
 /// before the current row's reduction and stay in flight across it. With PDL, the dependent grid is
 /// triggered once the group's last row is loaded.
-template <class Cfg, class E, bool WarpRows>
+template <class K, class Cfg, class E, bool WarpRows>
 __device__ __forceinline__ void persistent_rows(const Params<E>& p, const RowGroup& g, float (*sums)[32]) {
-  constexpr int Vec = Traits<Cfg, E>::vec;
+  constexpr int Vec = Traits<K, Cfg, E>::vec;
   constexpr int Vpt = Cfg::vpt;
   static_assert(Vec * sizeof(E) == 16, "The persistent stages move 16-byte vectors.");
   const int nvec = p.h / Vec;
@@ -101,26 +105,26 @@ __device__ __forceinline__ void persistent_rows(const Params<E>& p, const RowGro
   for (int k = 0; k < Vpt; ++k)
     w[k] = load_words(p.weight + static_cast<std::ptrdiff_t>(loaded_vector(g.first + k * g.stride, nvec)) * Vec);
   uint4 a0[Vpt], r0[Vpt], a1[Vpt], r1[Vpt];
-  load_row<E, Vec, Vpt>(p, row, g, nvec, a0, r0);
+  load_row<K, E, Vec, Vpt>(p, row, g, nvec, a0, r0);
   // Unrolled by two so that each register set keeps its registers: a copy from the set in flight to
   // the other would wait for its loads.
   for (;;) {
     std::int64_t next = row + g.groups;
-    if (next < p.tokens) load_row<E, Vec, Vpt>(p, next, g, nvec, a1, r1);
+    if (next < p.tokens) load_row<K, E, Vec, Vpt>(p, next, g, nvec, a1, r1);
     else if constexpr (Cfg::pdl) pdl_launch_dependents();
     if constexpr (sizeof(E) < 4) keep_packed(w);
-    finish_row<WarpRows, E, Vec, Vpt>(p, row, g, nvec, a0, r0, w, sums[0]);
+    finish_row<K, WarpRows, E, Vec, Vpt>(p, row, g, nvec, a0, r0, w, sums[0]);
     if (next >= p.tokens) break;
     row = next;
     next = row + g.groups;
-    if (next < p.tokens) load_row<E, Vec, Vpt>(p, next, g, nvec, a0, r0);
+    if (next < p.tokens) load_row<K, E, Vec, Vpt>(p, next, g, nvec, a0, r0);
     else if constexpr (Cfg::pdl) pdl_launch_dependents();
     if constexpr (sizeof(E) < 4) keep_packed(w);
-    finish_row<WarpRows, E, Vec, Vpt>(p, row, g, nvec, a1, r1, w, sums[1]);
+    finish_row<K, WarpRows, E, Vec, Vpt>(p, row, g, nvec, a1, r1, w, sums[1]);
     if (next >= p.tokens) break;
     row = next;
   }
 }
 
 }  // namespace detail
-}  // namespace ktune::ops::fused_add_rmsnorm
+}  // namespace ktune::ops::norm_rows

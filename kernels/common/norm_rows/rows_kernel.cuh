@@ -1,5 +1,5 @@
-// kernels/fused_add_rmsnorm/rows_kernel.cuh: fused_add_rmsnorm_rows_kernel, the persistent grid of
-// stages 3, 4 and 6: it gives each block or warp its row group and runs that stage's row loop.
+// kernels/common/norm_rows/rows_kernel.cuh: rows_kernel, the persistent grid of stages 3, 4 and 6 of every RMS
+// norm kind: it gives each block or warp its row group and runs that stage's row loop.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,16 +11,20 @@
 #include "persistent_rows.cuh"
 #include "space.hpp"
 
-namespace ktune::ops::fused_add_rmsnorm {
+namespace ktune::ops::norm_rows {
 
-/// Stages 3, 4 and 6: a persistent grid of Family::plan_grid blocks; stages 3 and 6 give each block one
+/// Stages 3, 4 and 6: a persistent grid of RowFamily::plan_grid blocks; stages 3 and 6 give each block one
 /// row at a time (block = fitted threads), stage 4 each warp (block = Space::warp_rows_per_block warps).
-/// Dynamic shared memory: stage 6's ring (Params::ring stages of a row of input and one of residual).
-template <class Cfg, class E>
-__global__ void __launch_bounds__(Traits<Cfg, E>::max_threads, Traits<Cfg, E>::min_blocks)
-    fused_add_rmsnorm_rows_kernel(const Params<E> p) {
-  using T = Traits<Cfg, E>;
-  static_assert(T::persistent, "fused_add_rmsnorm_rows_kernel runs stages 3, 4 and 6.");
+/// Dynamic shared memory: stage 6's ring (Params::ring stages of a row of input, and one of residual).
+/// \tparam K   the op's Kind
+/// \tparam Cfg a RowSpace<K>::Config
+/// \tparam E   element type
+template <class K, class Cfg, class E>
+__global__ void __launch_bounds__(Traits<K, Cfg, E>::max_threads, Traits<K, Cfg, E>::min_blocks)
+    rows_kernel(const Params<E> p) {
+  using T = Traits<K, Cfg, E>;
+  using Space = typename T::Space;
+  static_assert(T::persistent, "rows_kernel runs stages 3, 4 and 6.");
   static_assert(T::cluster == 1, "The persistent stages give a row to one block or one warp.");
   static_assert(T::vec > 1 && T::vec * sizeof(E) == 16, "The persistent stages move 16-byte vectors.");
   constexpr bool WarpRows = T::stage == Space::warp_rows;
@@ -28,17 +32,17 @@ __global__ void __launch_bounds__(Traits<Cfg, E>::max_threads, Traits<Cfg, E>::m
   if constexpr (T::stage == Space::bulk_rows) {
     __shared__ unsigned long long full[Space::max_ring_stages];  // one mbarrier per ring stage
     extern __shared__ __align__(128) unsigned char ring[];
-    detail::bulk_rows<Cfg, E>(p, ring, full, row_sums);
+    detail::bulk_rows<K, Cfg, E>(p, ring, full, row_sums);
   } else if constexpr (WarpRows) {
     const int warps = static_cast<int>(blockDim.x >> 5);
     const detail::RowGroup g{static_cast<std::int64_t>(blockIdx.x) * warps + (threadIdx.x >> 5),
                              static_cast<std::int64_t>(gridDim.x) * warps, static_cast<int>(threadIdx.x & 31), 32};
-    detail::persistent_rows<Cfg, E, true>(p, g, row_sums);
+    detail::persistent_rows<K, Cfg, E, true>(p, g, row_sums);
   } else {
     const detail::RowGroup g{static_cast<std::int64_t>(blockIdx.x), static_cast<std::int64_t>(gridDim.x),
                              static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
-    detail::persistent_rows<Cfg, E, false>(p, g, row_sums);
+    detail::persistent_rows<K, Cfg, E, false>(p, g, row_sums);
   }
 }
 
-}  // namespace ktune::ops::fused_add_rmsnorm
+}  // namespace ktune::ops::norm_rows

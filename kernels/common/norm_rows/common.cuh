@@ -1,6 +1,7 @@
-// kernels/fused_add_rmsnorm/common.cuh: what every structure of the family shares: the kernels' one
+// kernels/common/norm_rows/common.cuh: what every row structure of the RMS norm ops shares: the kernels' one
 // parameter struct, a configuration's compile-time facts (Traits), the warp and cluster reductions of a
-// row's sum of squares, and the vector and word-packing helpers of global-memory accesses.
+// row's sum of squares, the weight as each kind uses it, and the vector, word-packing and shared-memory
+// helpers of the kernels' accesses.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -13,13 +14,17 @@
 #include <ktune/dtype.hpp>
 #include <ktune/intrinsics.cuh>
 
+#include "kind.hpp"
 #include "space.hpp"
 
-namespace ktune::ops::fused_add_rmsnorm {
+namespace ktune::ops::norm_rows {
 
-/// The kernel's one parameter struct. Row r of input starts at input + r * input_stride; a block of
+/// The kernels' one parameter struct. Row r of input starts at input + r * input_stride; a block of
 /// cluster rank k covers vectors [k * part, min((k + 1) * part, h / vec)) of its row. The persistent
 /// stages (3, 4, 6) loop over rows up to `tokens`; the others take their row from the block index.
+/// The kinds with a residual use residual and write input; the others read input (never written through
+/// it) and write output, null and 0 for the former. output comes last so that the residual kinds' fields
+/// keep the offsets fused_add_rmsnorm's kernels were compiled with.
 template <class E>
 struct Params {
   E* input;
@@ -32,11 +37,14 @@ struct Params {
   int part;                    // vectors per block of a row
   int ring;                    // stage 6: shared-memory stages of the ring (rows in flight per block)
   float eps;
+  E* output;
+  std::int64_t output_stride;
 };
 
-/// Compile-time facts of a configuration for element type E.
-template <class Cfg, class E>
+/// Compile-time facts of a configuration of kind K for element type E.
+template <class K, class Cfg, class E>
 struct Traits {
+  using Space = RowSpace<K>;
   static constexpr int element_bytes = static_cast<int>(sizeof(E));
   static constexpr int vec = Space::vector_elements(Cfg::vector_bytes, element_bytes);
   static constexpr int vpt = Cfg::vpt;
@@ -56,6 +64,43 @@ struct Traits {
 };
 
 namespace detail {
+
+/// The factor a normalised element is multiplied by: the weight, or 1 + weight (in fp32, as S rounds it).
+template <class K>
+__device__ __forceinline__ float weight_factor(float w) {
+  if constexpr (K::weight_offset == 0) return w;
+  else return 1.f + w;
+}
+
+/// N fp32 values to or from shared memory at a 16-byte-aligned address when N is a multiple of 4
+/// (as FlashInfer's vec_t<float, N> stores them), element by element otherwise.
+template <int N>
+__device__ __forceinline__ void store_floats(float* dst, const float (&src)[N]) {
+  if constexpr (N % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 4)
+      *reinterpret_cast<float4*>(dst + i) = make_float4(src[i], src[i + 1], src[i + 2], src[i + 3]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = src[i];
+  }
+}
+template <int N>
+__device__ __forceinline__ void load_floats(float (&dst)[N], const float* src) {
+  if constexpr (N % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 4) {
+      const float4 f = *reinterpret_cast<const float4*>(src + i);
+      dst[i] = f.x;
+      dst[i + 1] = f.y;
+      dst[i + 2] = f.z;
+      dst[i + 3] = f.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = src[i];
+  }
+}
 
 __device__ __forceinline__ float warp_allreduce(float v) {
   // An xor butterfly: every lane adds the same pairs (a + b == b + a bitwise), so all lanes end with
@@ -175,4 +220,4 @@ __device__ __forceinline__ void keep_packed(uint4 (&w)[Vpt]) {
 }
 
 }  // namespace detail
-}  // namespace ktune::ops::fused_add_rmsnorm
+}  // namespace ktune::ops::norm_rows
