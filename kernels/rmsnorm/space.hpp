@@ -1,0 +1,19 @@
+// kernels/rmsnorm/space.hpp: the tunable parameters θ of the rmsnorm family: the parameters, rules and
+// named points every RMS norm op shares (kernels/common/norm_rows/space.hpp, for the kind without a
+// residual), and S's own point.
+//
+// No CUDA types and no device code: g++ and nvcc both compile it (the `ktune` tool, CPU tests).
+#pragma once
+
+#include "../common/norm_rows/space.hpp"
+
+namespace ktune::ops::rmsnorm {
+
+struct Space : norm_rows::RowSpace<norm_rows::Plain> {
+  /// S's own configuration on sm_90 (FlashInfer's RMSNormKernel, h a multiple of 16 bytes): 16-byte
+  /// vectors, one vector per thread per round, input read again for the normalisation, one block per
+  /// row of min(1024, h / vec) threads, launched with PDL.
+  static constexpr Point original_point = {16, 1, reread, 1, 1};
+};
+
+}  // namespace ktune::ops::rmsnorm
