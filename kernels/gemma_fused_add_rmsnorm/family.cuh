@@ -1,0 +1,44 @@
+// kernels/gemma_fused_add_rmsnorm/family.cuh: the tunable family S_θ of gemma_fused_add_rmsnorm, the file
+// the build and the tools include. Its device code and host adapter are the row structures every RMS norm
+// op shares (kernels/common/norm_rows/, for the residual kind with the weight used as 1 + w: x = input +
+// residual; residual <- x; input <- x * rsqrt(sum(x^2) / h + eps) * (1 + weight)); this file adds the
+// op's name, arguments, harness and S.
+#pragma once
+
+#include <ktune/registry.hpp>
+#include <ktune/status.hpp>
+
+#include "../common/norm_rows/family.cuh"
+#include "args.hpp"
+#include "harness.hpp"
+#include "original.cuh"
+#include "space.hpp"
+
+namespace ktune::ops::gemma_fused_add_rmsnorm {
+
+/// The host adapter of the family (docs/kernel-folder.md).
+struct Family : norm_rows::RowFamily<norm_rows::GemmaFusedAdd, Space, Args> {
+  static constexpr const char* name = "gemma_fused_add_rmsnorm";
+  using Harness = ops::gemma_fused_add_rmsnorm::Harness;
+
+  template <class E>
+  static Status original_can_implement(const Args<E>& a) {
+    return original::can_implement(a);
+  }
+  template <class E>
+  static Status original_run(const Args<E>& a, cudaStream_t stream) {
+    return original::run(a, stream);
+  }
+  template <class E>
+  static KernelResources original_resources(const Args<E>& a) {
+    return original::resources(a);
+  }
+};
+
+/// The configuration type of a named point of the space.
+template <const Space::Point& P>
+using config_of_t = Space::Config<P[0], P[1], P[2], P[3], P[4]>;
+using unaligned_config_t = config_of_t<Space::unaligned_point>;
+using original_config_t = config_of_t<Space::original_point>;
+
+}  // namespace ktune::ops::gemma_fused_add_rmsnorm
