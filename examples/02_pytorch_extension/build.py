@@ -29,7 +29,8 @@ from types import ModuleType
 
 EXAMPLE_DIR = Path(__file__).resolve().parent
 EXTENSION_NAME = "ktune_torch"
-KERNELS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse", "rotary_embedding")
+KERNELS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul", "rmsnorm", "gemma_rmsnorm", "fused_add_rmsnorm",
+           "gemma_fused_add_rmsnorm", "merge_attn_states_lse", "rotary_embedding")
 BASE_ARCH = (9, 0)  # ktune's tuned tables are for Hopper; other GPUs are added when present
 
 # The ktune .cu files are compiled as CMake compiles ktune_kernels. PyTorch adds
@@ -284,7 +285,8 @@ def main() -> int:
     except Exception as e:  # every build failure ends here with its message and a non-zero exit
         print(f"error: building ktune_torch failed: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
-    names = ("silu_and_mul", "fused_add_rmsnorm", "merge_state_v2", "apply_rope_with_cos_sin_cache_inplace", "variant")
+    names = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul", "rmsnorm", "gemma_rmsnorm", "fused_add_rmsnorm",
+             "gemma_fused_add_rmsnorm", "merge_state_v2", "apply_rope_with_cos_sin_cache_inplace", "variant")
     functions = sorted(n for n in names if hasattr(module, n))
     print(f"ktune_torch: functions {', '.join(functions)}")
     return 0

@@ -1,10 +1,13 @@
-// examples/02_pytorch_extension/ktune_torch.cpp: ktune's four tuned kernels as a PyTorch extension
+// examples/02_pytorch_extension/ktune_torch.cpp: ktune's tuned kernels as a PyTorch extension
 // whose Python functions take sgl_kernel's signatures, so a serving engine can swap them in:
 //
 //   silu_and_mul(input, out=None) -> out
 //   gelu_and_mul(input, out=None) -> out          (erf GELU)
 //   gelu_tanh_and_mul(input, out=None) -> out     (tanh GELU)
+//   rmsnorm(input, weight, eps=1e-6, out=None, enable_pdl=None) -> out
+//   gemma_rmsnorm(input, weight, eps=1e-6, out=None, enable_pdl=None) -> out      (weight used as 1 + w)
 //   fused_add_rmsnorm(input, residual, weight, eps=1e-6, enable_pdl=None) -> None   (in place)
+//   gemma_fused_add_rmsnorm(input, residual, weight, eps=1e-6, enable_pdl=None) -> None   (in place, 1 + w)
 //   merge_state_v2(v_a, s_a, v_b, s_b, v_merged=None, s_merged=None) -> (v_merged, s_merged)
 //   apply_rope_with_cos_sin_cache_inplace(positions, query, key, head_size, cos_sin_cache, is_neox=True,
 //                                         fused_set_kv_buffer_arg=None, enable_pdl=None) -> None   (in place)
@@ -31,8 +34,11 @@
 
 #include <kernels/fused_add_rmsnorm/fused_add_rmsnorm.hpp>
 #include <kernels/gelu_and_mul/gelu_and_mul.hpp>
+#include <kernels/gemma_fused_add_rmsnorm/gemma_fused_add_rmsnorm.hpp>
+#include <kernels/gemma_rmsnorm/gemma_rmsnorm.hpp>
 #include <kernels/gelu_tanh_and_mul/gelu_tanh_and_mul.hpp>
 #include <kernels/merge_attn_states_lse/merge_attn_states_lse.hpp>
+#include <kernels/rmsnorm/rmsnorm.hpp>
 #include <kernels/rotary_embedding/rotary_embedding.hpp>
 #include <kernels/silu_and_mul/silu_and_mul.hpp>
 
@@ -165,11 +171,60 @@ at::Tensor gelu_tanh_and_mul(const at::Tensor& input, std::optional<at::Tensor> 
   return act_and_mul("gelu_tanh_and_mul", &ktune::gelu_tanh_and_mul, input, std::move(out));
 }
 
-// ---- fused_add_rmsnorm ----------------------------------------------------------------------------
+// ---- rmsnorm, gemma_rmsnorm: out = input * rsqrt(mean(input^2) + eps) * (weight or 1 + weight) ---------
 
-void fused_add_rmsnorm(at::Tensor input, at::Tensor residual, const at::Tensor& weight, double eps,
-                       std::optional<bool> /*enable_pdl: accepted for sgl_kernel's signature; the tuned variant decides*/) {
-  constexpr const char* op = "fused_add_rmsnorm";
+/// The runtime-dtype entry of one RMS norm op with a separate output (they share a signature).
+using NormEntry = ktune::Status (*)(ktune::DType, void*, const void*, const void*, std::int64_t, std::int64_t, float,
+                                    cudaStream_t, std::int64_t, std::int64_t);
+
+/// input [..., hidden] (rows as rows_of takes them: sgl_kernel's [tokens, hidden], or FlashInfer's
+/// [tokens, heads, head_dim] per-head norm), weight [hidden]; out: the same shape, or input itself.
+at::Tensor norm_out(const char* op, NormEntry entry, const at::Tensor& input, const at::Tensor& weight, double eps,
+                    std::optional<at::Tensor> out) {
+  const ktune::DType dt = element_type(input, op, "input");
+  same_dtype(weight, input, op, "weight", "input");
+  on_device(input, input, op, "input", "input");
+  on_device(weight, input, op, "weight", "input");
+  TORCH_CHECK_VALUE(input.dim() >= 1, op, ": input must be [..., hidden]");
+  const std::int64_t h = input.size(-1);
+  TORCH_CHECK_VALUE(weight.dim() == 1 && weight.size(0) == h, op, ": weight must be [hidden] = [", h,
+                    "], it has shape ", weight.sizes());
+  TORCH_CHECK_VALUE(h <= 1 || weight.stride(0) == 1, op, ": weight is not contiguous; pass weight.contiguous()");
+  const Rows in = rows_of(input, op, "input");
+  if (out) {
+    same_dtype(*out, input, op, "out", "input");
+    on_device(*out, input, op, "out", "input");
+    same_shape(*out, input.sizes(), op, "out");
+    TORCH_CHECK_VALUE(!overlaps(*out, weight), op, ": out overlaps weight");
+  }
+  at::Tensor result = out ? *out : at::empty_like(input);
+  const Rows o = rows_of(result, op, "out");
+  // out may be input itself (in place, as sgl_kernel allows); any other overlap is refused by ktune.
+  if (in.rows == 0 || h == 0) return result;
+  const c10::cuda::CUDAGuard guard(input.device());
+  check(entry(dt, result.data_ptr(), input.data_ptr(), weight.data_ptr(), in.rows, h, static_cast<float>(eps),
+              current_stream(input), o.stride, in.stride),
+        op);
+  return result;
+}
+
+at::Tensor rmsnorm(const at::Tensor& input, const at::Tensor& weight, double eps, std::optional<at::Tensor> out,
+                   std::optional<bool> /*enable_pdl: accepted for sgl_kernel's signature; the tuned variant decides*/) {
+  return norm_out("rmsnorm", &ktune::rmsnorm, input, weight, eps, std::move(out));
+}
+at::Tensor gemma_rmsnorm(const at::Tensor& input, const at::Tensor& weight, double eps, std::optional<at::Tensor> out,
+                         std::optional<bool> /*enable_pdl: accepted for sgl_kernel's signature*/) {
+  return norm_out("gemma_rmsnorm", &ktune::gemma_rmsnorm, input, weight, eps, std::move(out));
+}
+
+// ---- fused_add_rmsnorm, gemma_fused_add_rmsnorm: in place, residual += input; input = norm(residual) ---
+
+/// The runtime-dtype entry of one in-place RMS norm op with a residual (they share a signature).
+using FusedAddEntry = ktune::Status (*)(ktune::DType, void*, void*, const void*, std::int64_t, std::int64_t, float,
+                                        cudaStream_t, std::int64_t, std::int64_t);
+
+void fused_add_norm(const char* op, FusedAddEntry entry, at::Tensor input, at::Tensor residual, const at::Tensor& weight,
+                    double eps) {
   const ktune::DType dt = element_type(input, op, "input");
   same_dtype(residual, input, op, "residual", "input");
   same_dtype(weight, input, op, "weight", "input");
@@ -189,9 +244,19 @@ void fused_add_rmsnorm(at::Tensor input, at::Tensor residual, const at::Tensor& 
                     ": weight overlaps input or residual (they are written)");
   if (in.rows == 0) return;
   const c10::cuda::CUDAGuard guard(input.device());
-  check(ktune::fused_add_rmsnorm(dt, input.data_ptr(), residual.data_ptr(), weight.data_ptr(), in.rows, h,
-                                 static_cast<float>(eps), current_stream(input), in.stride, res.stride),
+  check(entry(dt, input.data_ptr(), residual.data_ptr(), weight.data_ptr(), in.rows, h, static_cast<float>(eps),
+              current_stream(input), in.stride, res.stride),
         op);
+}
+
+void fused_add_rmsnorm(at::Tensor input, at::Tensor residual, const at::Tensor& weight, double eps,
+                       std::optional<bool> /*enable_pdl: accepted for sgl_kernel's signature; the tuned variant decides*/) {
+  fused_add_norm("fused_add_rmsnorm", &ktune::fused_add_rmsnorm, std::move(input), std::move(residual), weight, eps);
+}
+void gemma_fused_add_rmsnorm(at::Tensor input, at::Tensor residual, const at::Tensor& weight, double eps,
+                             std::optional<bool> /*enable_pdl: accepted for sgl_kernel's signature*/) {
+  fused_add_norm("gemma_fused_add_rmsnorm", &ktune::gemma_fused_add_rmsnorm, std::move(input), std::move(residual),
+                 weight, eps);
 }
 
 // ---- merge_state_v2 -------------------------------------------------------------------------------
@@ -341,11 +406,15 @@ std::tuple<std::string, std::string> variant(const std::string& op, const at::Sc
   const ktune::DType dt = element_type(probe, "variant", "dtype");
   ktune::TunedChoice c;
   ktune::Status st = ktune::Status::invalid(
-      "unknown op (silu_and_mul, gelu_and_mul, gelu_tanh_and_mul, fused_add_rmsnorm, merge_state_v2, apply_rope_with_cos_sin_cache_inplace)");
+      "unknown op (silu_and_mul, gelu_and_mul, gelu_tanh_and_mul, rmsnorm, gemma_rmsnorm, fused_add_rmsnorm, "
+      "gemma_fused_add_rmsnorm, merge_state_v2, apply_rope_with_cos_sin_cache_inplace)");
   if (op == "silu_and_mul") st = ktune::silu_and_mul_choice(dt, tokens, width, c);
   if (op == "gelu_and_mul") st = ktune::gelu_and_mul_choice(dt, tokens, width, c);
   if (op == "gelu_tanh_and_mul") st = ktune::gelu_tanh_and_mul_choice(dt, tokens, width, c);
+  if (op == "rmsnorm") st = ktune::rmsnorm_choice(dt, tokens, width, c);
+  if (op == "gemma_rmsnorm") st = ktune::gemma_rmsnorm_choice(dt, tokens, width, c);
   if (op == "fused_add_rmsnorm") st = ktune::fused_add_rmsnorm_choice(dt, tokens, width, c);
+  if (op == "gemma_fused_add_rmsnorm") st = ktune::gemma_fused_add_rmsnorm_choice(dt, tokens, width, c);
   if (op == "merge_state_v2") st = ktune::merge_attn_states_lse_choice(dt, tokens, width, c);
   if (op == "apply_rope_with_cos_sin_cache_inplace") st = ktune::rotary_embedding_choice(dt, tokens, width, c);
   check(st, "variant");
@@ -356,17 +425,26 @@ std::tuple<std::string, std::string> variant(const std::string& op, const at::Sc
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   namespace py = pybind11;
-  m.doc() = "ktune's tuned silu_and_mul, fused_add_rmsnorm, merge_state_v2 and apply_rope_with_cos_sin_cache_inplace "
-            "with sgl_kernel's signatures";
+  m.doc() = "ktune's tuned activation-and-mul, RMS norm, merge_state_v2 and apply_rope_with_cos_sin_cache_inplace "
+            "kernels with sgl_kernel's signatures";
   m.def("silu_and_mul", &silu_and_mul, py::arg("input"), py::arg("out") = py::none(),
         "out[..., i] = silu(input[..., i]) * input[..., d + i] for input [..., 2d]; returns out [..., d]");
   m.def("gelu_and_mul", &gelu_and_mul, py::arg("input"), py::arg("out") = py::none(),
         "out[..., i] = gelu(input[..., i]) * input[..., d + i] (erf GELU) for input [..., 2d]; returns out [..., d]");
   m.def("gelu_tanh_and_mul", &gelu_tanh_and_mul, py::arg("input"), py::arg("out") = py::none(),
         "out[..., i] = gelu_tanh(input[..., i]) * input[..., d + i] (tanh GELU) for input [..., 2d]; returns out [..., d]");
+  m.def("rmsnorm", &rmsnorm, py::arg("input"), py::arg("weight"), py::arg("eps") = 1e-6, py::arg("out") = py::none(),
+        py::arg("enable_pdl") = py::none(),
+        "out = input * rsqrt(mean(input^2) + eps) * weight per row of input [..., hidden]; returns out (may be input)");
+  m.def("gemma_rmsnorm", &gemma_rmsnorm, py::arg("input"), py::arg("weight"), py::arg("eps") = 1e-6,
+        py::arg("out") = py::none(), py::arg("enable_pdl") = py::none(),
+        "out = input * rsqrt(mean(input^2) + eps) * (1 + weight) per row of input [..., hidden]; returns out");
   m.def("fused_add_rmsnorm", &fused_add_rmsnorm, py::arg("input"), py::arg("residual"), py::arg("weight"),
         py::arg("eps") = 1e-6, py::arg("enable_pdl") = py::none(),
         "In place: residual += input; input = rmsnorm(residual) * weight. input, residual [tokens, hidden]");
+  m.def("gemma_fused_add_rmsnorm", &gemma_fused_add_rmsnorm, py::arg("input"), py::arg("residual"), py::arg("weight"),
+        py::arg("eps") = 1e-6, py::arg("enable_pdl") = py::none(),
+        "In place: residual += input; input = rmsnorm(residual) * (1 + weight). input, residual [tokens, hidden]");
   m.def("merge_state_v2", &merge_state_v2, py::arg("v_a"), py::arg("s_a"), py::arg("v_b"), py::arg("s_b"),
         py::arg("v_merged") = py::none(), py::arg("s_merged") = py::none(),
         "Merges two attention states v [tokens, heads, head_size] by their LSEs s [tokens, heads]; returns "

@@ -250,12 +250,20 @@ def ref_silu_and_mul(x):
     return a / (1.0 + torch.exp(-a)) * b
 
 
-def ref_fused_add_rmsnorm(inp, residual, weight, eps: float):
-    """(normalised input, new residual). eps is an fp32 argument of the kernels: the same value here."""
+def ref_fused_add_rmsnorm(inp, residual, weight, eps: float, weight_offset: float = 0.0):
+    """(normalised input, new residual). eps is an fp32 argument of the kernels: the same value here.
+    weight_offset 1: the Gemma ops' (1 + weight)."""
     eps32 = torch.tensor(eps, dtype=torch.float32).item()
     x = inp.double() + residual.double()
     inv_rms = torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + eps32)
-    return x * inv_rms * weight.double(), x
+    return x * inv_rms * (weight_offset + weight.double()), x
+
+
+def ref_rmsnorm(inp, weight, eps: float, weight_offset: float = 0.0):
+    """rmsnorm (weight_offset 0) and gemma_rmsnorm (1) in float64, over the last dimension."""
+    eps32 = torch.tensor(eps, dtype=torch.float32).item()
+    x = inp.double()
+    return x * torch.rsqrt(x.square().mean(dim=-1, keepdim=True) + eps32) * (weight_offset + weight.double())
 
 
 def ref_merge_state(v_a, s_a, v_b, s_b):
@@ -320,6 +328,29 @@ def fused_add_rmsnorm_torch(x, residual, weight, eps: float = 1e-6):
     return (x * torch.rsqrt(variance + eps)).to(dtype) * weight, residual
 
 
+def rmsnorm_torch(x, weight, eps: float = 1e-6):
+    # SGLang's RMSNorm.forward_native without a residual.
+    dtype = x.dtype
+    x = x.float()
+    return (x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)).to(dtype) * weight
+
+
+def gemma_rmsnorm_torch(x, weight, eps: float = 1e-6):
+    # SGLang's GemmaRMSNorm.forward_native: the product with (1 + w) in float32, then one rounding.
+    dtype = x.dtype
+    x = x.float()
+    x = x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return (x * (1.0 + weight.float())).to(dtype)
+
+
+def gemma_fused_add_rmsnorm_torch(x, residual, weight, eps: float = 1e-6):
+    dtype = x.dtype
+    x = x.float() + residual.float()
+    residual = x.to(dtype)
+    x = x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return (x * (1.0 + weight.float())).to(dtype), residual
+
+
 def merge_state_torch(v_a, s_a, v_b, s_b):
     # Finite LSEs only (the timed inputs are): the ±inf rules would cost this version extra kernels.
     m = torch.maximum(s_a, s_b)
@@ -369,6 +400,18 @@ def rms_weight(n: int, gen):
     return torch.where(torch.rand(n, generator=gen, device="cuda") < 0.5, -magnitude, magnitude)
 
 
+def gemma_weight(n: int, gen):
+    """Gemma stores its norm weights as w - 1: values near 0, here [-0.5, 0.5], so 1 + w in [0.5, 1.5]
+    (the in-place bound of rms_input holds, and a kernel that used w instead of 1 + w is caught)."""
+    return torch.rand(n, generator=gen, device="cuda") - 0.5
+
+
+def norm_input(n: int, gen):
+    """rmsnorm's input: never 0 (|x| >= 0.25), so a lost element or weight shows."""
+    u = torch.randn(n, generator=gen, device="cuda")
+    return torch.where(u < 0, u - 0.25, u + 0.25)
+
+
 def lse_pair(tokens: int, heads: int, gen, edge_cases: bool = True):
     """Natural-log LSEs of two partial attention states, close to each other as in real use, with the
     spec's edge cases planted: no prefix keys (-inf), no suffix keys (+inf, which counts as -inf), neither,
@@ -409,6 +452,12 @@ SILU_LAYOUTS = [("contiguous", "contiguous"), ("contiguous", None), ("wide_rows"
                 ("every_other_row", "contiguous"), ("contiguous", "every_other_row"), ("offset_1", "offset_1"),
                 ("wide_rows", "offset_1")]  # (input, out); None: out allocated by the call
 RMS_SHAPES = [(1, 4096), (7, 1000), (128, 5120), (1000, 8192), (64, 11008), (3, 1), (5, 13)]  # (tokens, hidden)
+NORM_SHAPES = [(1, 4096), (7, 1000), (128, 5120), (1000, 8192), (70000, 64), (3, 1), (5, 13)]  # rmsnorm, gemma_rmsnorm
+NORM_LAYOUTS = [("contiguous", None, "contiguous", None), ("contiguous", "contiguous", "contiguous", 1e-5),
+                ("wide_rows", "every_other_row", "contiguous", 1e-6), ("every_other_row", "wide_rows", "contiguous", 1e-6),
+                ("offset_1", "offset_1", "offset_1", 1e-6), ("contiguous", "in_place", "contiguous", 1e-6),
+                ("wide_rows", "in_place", "contiguous", None)]
+                # (input, out, weight, eps); out None: allocated by the call; "in_place": out is input
 RMS_LAYOUTS = [("contiguous", "contiguous", "contiguous", None), ("wide_rows", "wide_rows", "contiguous", 1e-5),
                ("every_other_row", "contiguous", "contiguous", 1e-6), ("contiguous", "every_other_row", "contiguous", 1e-6),
                ("offset_1", "offset_1", "offset_1", 1e-6), ("wide_rows", "offset_1", "contiguous", 1e-6)]
@@ -504,16 +553,21 @@ def silu_case(mod, dtype, lead: tuple, d: int, in_layout: str, out_layout, gen, 
     return problems
 
 
-def rmsnorm_case(mod, dtype, tokens: int, hidden: int, layouts: tuple, gen, tol) -> list[str]:
+def rmsnorm_case(mod, dtype, tokens: int, hidden: int, layouts: tuple, gen, tol,
+                 op: str = "fused_add_rmsnorm") -> list[str]:
+    """fused_add_rmsnorm, or gemma_fused_add_rmsnorm (op): in place, against float64."""
+    gemma = op.startswith("gemma")
     in_layout, res_layout, w_layout, eps = layouts
     inp = Buffer((tokens, hidden), dtype, in_layout, rms_input, gen)
     res = Buffer((tokens, hidden), dtype, res_layout, rms_residual, gen)
-    w = Buffer((hidden,), dtype, w_layout, rms_weight, gen)
-    want_out, want_res = ref_fused_add_rmsnorm(inp.tensor, res.tensor, w.tensor, 1e-6 if eps is None else eps)
+    w = Buffer((hidden,), dtype, w_layout, gemma_weight if gemma else rms_weight, gen)
+    want_out, want_res = ref_fused_add_rmsnorm(inp.tensor, res.tensor, w.tensor, 1e-6 if eps is None else eps,
+                                               1.0 if gemma else 0.0)
+    call = getattr(mod, op)
     if eps is None:
-        ret = mod.fused_add_rmsnorm(inp.tensor, res.tensor, w.tensor)
+        ret = call(inp.tensor, res.tensor, w.tensor)
     else:
-        ret = mod.fused_add_rmsnorm(inp.tensor, res.tensor, w.tensor, eps)
+        ret = call(inp.tensor, res.tensor, w.tensor, eps)
     problems = [] if ret is None else [f"returned {type(ret).__name__}, expected None (in place)"]
     problems += compare("input (normalised)", inp.tensor, want_out, tol)
     problems += compare("residual (sum)", res.tensor, want_res, tol)
@@ -521,6 +575,40 @@ def rmsnorm_case(mod, dtype, tokens: int, hidden: int, layouts: tuple, gen, tol)
         problems.append("wrote outside input")
     if not res.unchanged_outside():
         problems.append("wrote outside residual")
+    if not w.unchanged():
+        problems.append("changed weight")
+    return problems
+
+
+def norm_case(mod, op: str, dtype, tokens: int, hidden: int, layouts: tuple, gen, tol) -> list[str]:
+    """rmsnorm or gemma_rmsnorm (op) with sgl_kernel's signature (input, weight, eps, out, enable_pdl)."""
+    gemma = op.startswith("gemma")
+    in_layout, out_layout, w_layout, eps = layouts
+    in_place = out_layout == "in_place"
+    # In place the output cannot be poisoned: rms_input's |x| >= 8 makes every output differ from its input.
+    x = Buffer((tokens, hidden), dtype, in_layout, rms_input if in_place else norm_input, gen)
+    w = Buffer((hidden,), dtype, w_layout, gemma_weight if gemma else rms_weight, gen)
+    want = ref_rmsnorm(x.tensor, w.tensor, 1e-6 if eps is None else eps, 1.0 if gemma else 0.0)
+    o = None if out_layout in (None, "in_place") else Buffer((tokens, hidden), dtype, out_layout, NAN, gen)
+    out_arg = x.tensor if in_place else (o.tensor if o else None)
+    call = getattr(mod, op)
+    if eps is None:
+        ret = call(x.tensor, w.tensor) if out_arg is None else call(x.tensor, w.tensor, out=out_arg)
+    else:
+        ret = call(x.tensor, w.tensor, eps, out_arg, enable_pdl=True)
+    problems = []
+    if out_arg is not None and ret.data_ptr() != out_arg.data_ptr():
+        problems.append("did not return the out it was given")
+    problems += expect_tensor("returned out", ret, (tokens, hidden), dtype)
+    problems += compare("out", ret, want, tol)
+    if in_place:
+        if not x.unchanged_outside():
+            problems.append("wrote outside input (in place)")
+    else:
+        if not x.unchanged():
+            problems.append("changed its input")
+        if o and not o.unchanged_outside():
+            problems.append("wrote outside out")
     if not w.unchanged():
         problems.append("changed weight")
     return problems
@@ -646,6 +734,26 @@ def test_correctness(mod, root: Path, report: Report) -> None:
                          f"weight {layouts[2]}, eps {layouts[3] or 'default'}")
                 report.run(label, lambda: rmsnorm_case(mod, dtype, tokens, hidden, layouts, gen, rms_tol[dtype]))
     report.end_section("fused_add_rmsnorm")
+    for op in ("rmsnorm", "gemma_rmsnorm"):
+        op_tol = spec_tolerances(root, op)
+        for name in DTYPE_NAMES:
+            dtype = dtype_of(name)
+            for tokens, hidden in NORM_SHAPES:
+                for layouts in NORM_LAYOUTS:
+                    label = (f"{op} {name} [{tokens}, {hidden}] input {layouts[0]}, out {layouts[1] or 'allocated'}, "
+                             f"weight {layouts[2]}, eps {layouts[3] or 'default'}")
+                    report.run(label, lambda op=op: norm_case(mod, op, dtype, tokens, hidden, layouts, gen, op_tol[dtype]))
+        report.end_section(op)
+    gfa_tol = spec_tolerances(root, "gemma_fused_add_rmsnorm")
+    for name in DTYPE_NAMES:
+        dtype = dtype_of(name)
+        for tokens, hidden in RMS_SHAPES:
+            for layouts in RMS_LAYOUTS:
+                label = (f"gemma_fused_add_rmsnorm {name} [{tokens}, {hidden}] input {layouts[0]}, residual {layouts[1]}, "
+                         f"weight {layouts[2]}, eps {layouts[3] or 'default'}")
+                report.run(label, lambda: rmsnorm_case(mod, dtype, tokens, hidden, layouts, gen, gfa_tol[dtype],
+                                                       "gemma_fused_add_rmsnorm"))
+    report.end_section("gemma_fused_add_rmsnorm")
     for name in DTYPE_NAMES:
         dtype = dtype_of(name)
         for tokens, heads, head_size in MERGE_SHAPES:
@@ -775,10 +883,29 @@ def test_errors(mod, report: Report) -> None:
         ("fused_set_kv_buffer_arg", NotImplementedError, rope(fused_set_kv_buffer_arg=object()), [q, k]),
     ]
     variant = [
-        ("unknown op", ValueError, lambda: mod.variant("gelu_and_mul", bf16, 1, 4096), []),
+        ("unknown op", ValueError, lambda: mod.variant("no_such_op", bf16, 1, 4096), []),
         ("int32 dtype", TypeError, lambda: mod.variant("silu_and_mul", torch.int32, 1, 4096), []),
     ]
-    for op, cases in (("silu_and_mul", silu), ("fused_add_rmsnorm", rmsnorm), ("merge_state_v2", merge_cases),
+    xs, ws = rnd(4, 256), rnd(256)
+    big = rnd(5, 256)
+    norm = [
+        ("int32 input", TypeError,
+         lambda: mod.rmsnorm(torch.randint(1, 9, (4, 256), device=dev, dtype=torch.int32), ws), []),
+        ("CPU weight", ValueError, lambda: mod.rmsnorm(xs, ws.cpu()), [xs]),
+        ("weight of the wrong length", ValueError, lambda: mod.rmsnorm(xs, rnd(255)), [xs]),
+        ("weight of another dtype", TypeError, lambda: mod.gemma_rmsnorm(xs, ws.half()), [xs]),
+        ("out of the wrong shape", ValueError, lambda: mod.rmsnorm(xs, ws, 1e-6, nan(4, 255)), [xs]),
+        ("out of another dtype", TypeError, lambda: mod.gemma_rmsnorm(xs, ws, 1e-6, nan(4, 256, dtype=torch.half)), [xs]),
+        ("out overlapping input one row down", ValueError, lambda: mod.rmsnorm(big[:4], ws, 1e-6, big[1:]), [big]),
+        ("transposed input", ValueError, lambda: mod.rmsnorm(rnd(256, 4).t(), ws), []),
+        ("weight not contiguous", ValueError, lambda: mod.gemma_rmsnorm(xs, rnd(512)[::2]), [xs]),
+        ("gemma_fused_add_rmsnorm: input and residual the same tensor", ValueError,
+         lambda: mod.gemma_fused_add_rmsnorm(inp, inp, w), [inp]),
+        ("gemma_fused_add_rmsnorm: residual of another shape", ValueError,
+         lambda: mod.gemma_fused_add_rmsnorm(inp, rnd(4, 255), w), [inp]),
+    ]
+    for op, cases in (("silu_and_mul", silu), ("fused_add_rmsnorm", rmsnorm), ("rmsnorm and gemma_*", norm),
+                      ("merge_state_v2", merge_cases),
                       ("apply_rope_with_cos_sin_cache_inplace", rope_cases), ("variant", variant)):
         for label, expected, call, watched in cases:
             report.run(f"{op}: {label} -> {expected.__name__}", lambda: raises(expected, call, watched))
@@ -820,19 +947,20 @@ def graph_silu(mod, dtype, tokens: int, d: int, gen) -> list[str]:
     return problems
 
 
-def graph_rmsnorm(mod, dtype, tokens: int, hidden: int, gen) -> list[str]:
+def graph_rmsnorm(mod, dtype, tokens: int, hidden: int, gen, op: str = "fused_add_rmsnorm") -> list[str]:
     inp = torch.empty(tokens, hidden, device="cuda", dtype=dtype)
     res = torch.empty_like(inp)
-    w = rms_weight(hidden, gen).to(dtype)
+    w = (gemma_weight if op.startswith("gemma") else rms_weight)(hidden, gen).to(dtype)
     inp.copy_(rms_input(inp.numel(), gen).view_as(inp))
     res.copy_(rms_residual(res.numel(), gen).view_as(res))
-    graph, _ = capture(lambda: mod.fused_add_rmsnorm(inp, res, w))
+    call = getattr(mod, op)
+    graph, _ = capture(lambda: call(inp, res, w))
     problems = []
     for round_ in range(2):
         a0 = rms_input(inp.numel(), gen).to(dtype).view_as(inp)
         b0 = rms_residual(res.numel(), gen).to(dtype).view_as(res)
         want_a, want_b = a0.clone(), b0.clone()
-        mod.fused_add_rmsnorm(want_a, want_b, w)
+        call(want_a, want_b, w)
         inp.copy_(a0)
         res.copy_(b0)
         graph.replay()
@@ -894,6 +1022,24 @@ def graph_rope(mod, dtype, tokens: int, q_heads: int, kv_heads: int, head_size: 
     return problems
 
 
+def graph_norm(mod, op: str, dtype, tokens: int, hidden: int, gen) -> list[str]:
+    """rmsnorm / gemma_rmsnorm into a given out, captured and replayed on fresh inputs."""
+    x = norm_input(tokens * hidden, gen).to(dtype).view(tokens, hidden)
+    out = torch.empty_like(x)
+    w = (gemma_weight if op.startswith("gemma") else rms_weight)(hidden, gen).to(dtype)
+    call = getattr(mod, op)
+    graph, _ = capture(lambda: call(x, w, 1e-6, out))
+    problems = []
+    for round_ in range(2):
+        x.copy_(norm_input(x.numel(), gen).to(dtype).view_as(x))
+        want = call(x, w)
+        graph.replay()
+        torch.cuda.synchronize()
+        if not same_bits(out, want):
+            problems.append(f"round {round_}: replayed out differs from eager")
+    return problems
+
+
 def test_graphs(mod, report: Report) -> None:
     report.section("3. CUDA graphs: capture on a side stream, replay, compare bitwise with eager")
     gen = torch.Generator(device="cuda").manual_seed(SEED + 2)
@@ -904,6 +1050,11 @@ def test_graphs(mod, report: Report) -> None:
         for tokens, hidden in ((64, 4096), (7, 1000)):
             report.run(f"fused_add_rmsnorm {name} [{tokens}, {hidden}]",
                        lambda: graph_rmsnorm(mod, dtype, tokens, hidden, gen))
+            report.run(f"gemma_fused_add_rmsnorm {name} [{tokens}, {hidden}]",
+                       lambda: graph_rmsnorm(mod, dtype, tokens, hidden, gen, "gemma_fused_add_rmsnorm"))
+            for op in ("rmsnorm", "gemma_rmsnorm"):
+                report.run(f"{op} {name} [{tokens}, {hidden}]",
+                           lambda op=op: graph_norm(mod, op, dtype, tokens, hidden, gen))
         for tokens, heads, head_size in ((64, 32, 128), (7, 40, 96)):
             report.run(f"merge_state_v2 {name} [{tokens}, {heads}, {head_size}]",
                        lambda: graph_merge(mod, dtype, tokens, heads, head_size, gen))
@@ -1007,6 +1158,20 @@ def bench_cases(mod, quick: bool, gen) -> list[BenchCase]:
                                    (4 * tokens + 1) * hidden * e,
                                    lambda kx=kx, kr=kr, w=w: mod.fused_add_rmsnorm(kx, kr, w),
                                    fused_add_rmsnorm_torch, (x, r, w)))
+            gw = gemma_weight(hidden, gen).to(dtype)
+            gx, gr = x.clone(), r.clone()
+            cases.append(BenchCase("gemma_fused_add_rmsnorm", dtype, (tokens, hidden), tokens, hidden,
+                                   (4 * tokens + 1) * hidden * e,
+                                   lambda gx=gx, gr=gr, w=gw: mod.gemma_fused_add_rmsnorm(gx, gr, w),
+                                   gemma_fused_add_rmsnorm_torch, (x, r, gw)))
+            nx = norm_input(tokens * hidden, gen).to(dtype).view(tokens, hidden)
+            out = torch.empty_like(nx)
+            cases.append(BenchCase("rmsnorm", dtype, (tokens, hidden), tokens, hidden, (2 * tokens + 1) * hidden * e,
+                                   lambda nx=nx, w=w, out=out: mod.rmsnorm(nx, w, 1e-6, out), rmsnorm_torch, (nx, w)))
+            cases.append(BenchCase("gemma_rmsnorm", dtype, (tokens, hidden), tokens, hidden,
+                                   (2 * tokens + 1) * hidden * e,
+                                   lambda nx=nx, w=gw, out=out: mod.gemma_rmsnorm(nx, w, 1e-6, out),
+                                   gemma_rmsnorm_torch, (nx, gw)))
         for tokens, heads, head_size in merge_shapes:
             shape = (tokens, heads, head_size)
             v_a = normal(math.prod(shape), gen).to(dtype).view(shape)
