@@ -278,7 +278,11 @@ TEST(DerivedOpsGpu, EveryVariantAgreesWithSOnTheEdgeShapes) {
         if (r.at("id") != "original") ++passed[r.at("dtype").get<std::string>()];
         continue;
       }
-      EXPECT_NE(r.at("id"), "original") << "S itself failed: " << what;
+      // Where S is the reference (an op `ktune derive` made) it must take every edge shape; a shipped op
+      // checked against a float64 reference keeps S as SGLang runs it, which may refuse one (the op's
+      // public API still takes it through its fallback variant).
+      const ktune::Harness* h = ktune::HarnessRegistry::global().find(b.op);
+      if (!h || h->reference_uses_gpu()) EXPECT_NE(r.at("id"), "original") << "S itself failed: " << what;
       EXPECT_EQ(r.at("error").get<std::string>().rfind("cannot implement: ", 0), 0u) << what;
     }
     for (const char* dtype : {"fp32", "fp16", "bf16"}) EXPECT_GT(passed[dtype], 0) << dtype;
