@@ -215,10 +215,11 @@ TEST(AgentsAnswer, StaticCheckPassesTheShippedFamilies) {
   for (const char* name : {"does_not_compile", "wrong", "races", "slower", "faster"})
     EXPECT_EQ(check_answer(folder_answer(sample_dir() / "answers" / name, false)), "") << name;
 
-  // fused_add_rmsnorm's adapter caches, per device, the occupancy calculator's answer in a function-local
-  // static. Deterministic there, but to a static check the same as a memo of calls, so an LLM's family
-  // that did this would be refused: the check says so here.
-  const std::string verdict = check_answer(folder_answer(source_dir() / "kernels/fused_add_rmsnorm", true));
+  // The norms' shared adapter (kernels/common/norm_rows, fused_add_rmsnorm's and the other norms' family)
+  // caches, per device, the occupancy calculator's answer in a function-local static. Deterministic there,
+  // but to a static check the same as a memo of calls, so an LLM's family that did this would be refused:
+  // the check says so here.
+  const std::string verdict = check_answer(folder_answer(source_dir() / "kernels/common/norm_rows", true));
   EXPECT_NE(verdict.find("host-side state"), std::string::npos) << verdict;
   EXPECT_NE(verdict.find("cache"), std::string::npos) << verdict;
 }
