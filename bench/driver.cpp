@@ -27,6 +27,7 @@
 #include "build_info.hpp"
 #include "cache.hpp"
 #include "driver_detail.hpp"
+#include "incumbents.hpp"
 #include "measure.hpp"
 #include "names.hpp"
 #include "options.hpp"
@@ -229,8 +230,19 @@ int run_bench(int argc, char** argv) {
       return cache_key({it.op, name(it.dtype), it.shape.key(), it.id, b ? b->source_hash : std::string("unknown"),
                         build.toolchain, dev.name, method});
     };
-    const std::vector<ShapeGroup> groups =
+    std::vector<ShapeGroup> groups =
         slice_groups(plan_sweep(specs, registry, dev.arch, opts, key_of), specs, opts.slice, opts.slices);
+    if (!opts.incumbents.empty()) {
+      Incumbents incumbents;
+      if (const std::string err = load_incumbents(opts.incumbents, gpu_slug(dev.name), incumbents); !err.empty()) {
+        std::cerr << "ktune_bench: --incumbents: " << err << "\n";
+        return 1;
+      }
+      std::size_t shapes = 0;
+      for (ShapeGroup& g : groups) shapes += !(g.incumbent = incumbents.find(g.op, name(g.dtype), g.shape.key())).empty();
+      std::cerr << "ktune_bench: incumbents: " << shapes << " of " << groups.size() << " shapes have a winner in "
+                << incumbents.files << " results files of " << opts.incumbents << "\n";
+    }
     if (!opts.no_cache) cache_path = opts.cache.empty() ? executable_dir(argv[0]) + "/ktune-bench-cache.jsonl" : opts.cache;
     ResultCache cache(cache_path);
     if (const std::string err = cache.load(); !err.empty()) {

@@ -89,6 +89,8 @@ std::string parse_options(const std::vector<std::string>& args, Options& out) {
       err = take(out.gate);
     } else if (flag == "--kernels") {
       err = take(out.kernels);
+    } else if (flag == "--incumbents") {
+      err = take(out.incumbents);
     } else if (flag == "--value-range") {
       if ((err = take(v)).empty()) {
         if (v != "default" && v != "wide") return "--value-range: 'default' or 'wide'";
@@ -154,6 +156,8 @@ std::string parse_options(const std::vector<std::string>& args, Options& out) {
   if (!out.retest.empty() && out.list) return "--retest and --list cannot be combined";
   if (out.slices > 1 && (!out.retest.empty() || !out.gate.empty()))
     return "--slice splits a search or a sweep, not a --retest or a --gate";
+  if (!out.incumbents.empty() && (out.exhaustive || !out.retest.empty() || !out.gate.empty()))
+    return "--incumbents sets the finalists of a search: not with --exhaustive, --retest or --gate";
   if (out.exhaustive && !out.retest.empty()) return "--exhaustive is a way of sweeping; a --retest is timed one way";
   if (!out.gate.empty() && (out.list || !out.retest.empty())) return "--gate cannot be combined with --list or --retest";
   if ((out.separate_allocations || out.wide_values) && out.gate.empty())
@@ -171,10 +175,12 @@ Usage: ktune_bench [flags] [--benchmark_* flags]
   short CUDA-event timing (the screen) with cold L2 and graph replay for short launches. A screen whose
   spread is out of line with the shape's other variants is timed again before it can rank or drop
   anything. Then per shape the finalists (S, the general configuration, the fastest within reach of the
-  best, at most 5) are timed in interleaved rounds. One JSON file (context mode "search") holds the
-  screens and the finalists' rounds (rows with a "rounds" counter). Results are cached; a rerun
+  best, at most 5, and the incumbent: see --incumbents) are timed in interleaved rounds. One JSON file
+  (context mode "search") holds the screens and the finalists' rounds (rows with a "rounds" counter). Results are cached; a rerun
   re-emits cached results and times only what is missing or changed.
 
+  --incumbents DIR     results files (DIR/*.json) of an earlier tune on this GPU model: each shape's winner
+                       there is a finalist here whenever it passes (tools/tune.sh passes reports/<gpu>)
   --exhaustive         the method before the halving search: every variant timed in full (context mode "sweep");
                        tools/tune.sh then re-tests the top K in a separate --retest run
 

@@ -26,6 +26,7 @@ struct Options {
   std::string retest;                    ///< --retest FILE: interleaved re-test of candidates
   std::string gate;                      ///< --gate FILE: correctness gate only (no timing), verdicts to FILE
   std::string kernels;                   ///< --kernels DIR: read spec.json from DIR/<op>/ instead of the built-in copy
+  std::string incumbents;                ///< --incumbents DIR: results files whose winners are always finalists
   bool separate_allocations = false;     ///< --separate-allocations: the gate's tensors each in a cudaMalloc of
                                          ///< their own (for compute-sanitizer) instead of guarded regions
   bool wide_values = false;              ///< --value-range wide: inputs reaching the hundreds, exact zeros

@@ -35,7 +35,7 @@ std::vector<ShapeGroup> plan_sweep(const std::map<std::string, Spec>& specs, con
       for (const Shape& shape : spec.shapes()) {
         const std::string key = shape.key();
         if (!std::regex_search(key, shapes_re)) continue;
-        ShapeGroup g{op, dtype, shape, {}, {}};
+        ShapeGroup g{op, dtype, shape, {}, {}, {}};
         g.copy = WorkItem{op, dtype, shape, std::string(copy_same_size_id), copy_same_size_name(op, dtype, key), {}};
         g.copy.key = key_of(g.copy);
         for (const Variant* v : variants) {

@@ -74,7 +74,7 @@ bool competes(const BenchResult& r) { return r.ok() && r.samples > 0 && r.id != 
 double effective(const BenchResult& r) { return r.noisy ? r.min_us : r.median_us; }
 }  // namespace
 
-std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened, const std::string& general,
+std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened, const std::vector<std::string>& always,
                                         const SearchSettings& s) {
   double best_clean = std::numeric_limits<double>::infinity(), best_any = best_clean;
   for (const BenchResult& r : screened) {
@@ -92,7 +92,7 @@ std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened
       keep.insert(i);
       continue;
     }
-    if (!general.empty() && r.id == general) keep.insert(i);  // and it competes for a place like the others
+    if (std::find(always.begin(), always.end(), r.id) != always.end()) keep.insert(i);  // and competes like the others
     if (effective(r) > best * (1 + s.reach)) continue;
     if (r.noisy) keep.insert(i);  // never dropped on a disturbed measurement
     else in_reach.emplace_back(r.median_us, i);
@@ -323,7 +323,9 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
     for (std::size_t gi = first; gi < end && !o.aborted; ++gi) {
       const ShapeGroup& g = groups[gi];
       GroupState& st = states[gi - first];
-      const std::vector<std::size_t> fin = pick_finalists(st.screens, general, s);
+      // The previous tune's winner (the incumbent) is timed in the rounds as its challengers are: a new
+      // tune then compares it round medians with round medians, and keeps it unless something beats it there.
+      const std::vector<std::size_t> fin = pick_finalists(st.screens, {general, g.incumbent}, s);
       o.finalists += fin.size();
       if (fin.size() < 2) {  // nothing to compare: the screens stand
         if (progress) progress->after();

@@ -73,10 +73,11 @@ double typical_spread(const std::vector<BenchResult>& results);
 bool out_of_line(const BenchResult& r, double typical, const SearchSettings& s);
 
 /// The finalists of one shape, as indices into `screened` (parallel to the group's items), in item
-/// order: S ("original") and `general` whenever they passed, and the fastest `top_k` variants (the general
-/// configuration counts among them when it is one) whose screen median is within `reach` of the best clean screen (a noisy screen competes with its
-/// fastest sample, so it is dropped only when even that is out of reach). None when nothing passed.
-std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened, const std::string& general,
+/// order: S ("original") and the variants of `always` (the general configuration, the incumbent) whenever
+/// they passed, and the fastest `top_k` variants (those of `always` count among them when they are) whose
+/// screen median is within `reach` of the best clean screen (a noisy screen competes with its fastest
+/// sample, so it is dropped only when even that is out of reach). None when nothing passed.
+std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened, const std::vector<std::string>& always,
                                         const SearchSettings& s);
 
 /// The general configuration from the screens of one (op, dtype): the variant (not S) passing on every

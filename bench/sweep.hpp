@@ -37,6 +37,7 @@ struct ShapeGroup {
   Shape shape;
   std::vector<WorkItem> items;
   WorkItem copy;  ///< the same-size copy row: id copy_same_size_id, name copy_same_size_name(), its cache key
+  std::string incumbent;  ///< the variant an earlier tune chose for this shape (--incumbents), or empty
 };
 
 /// A begin_shape (reference: the gate needs the float64 reference) or a begin_rounds (inputs only) that

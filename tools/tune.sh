@@ -44,11 +44,14 @@
 #   KTUNE_GPUS        GPUs of the run step, e.g. 0,1 (default: every visible GPU): one ktune_bench per GPU,
 #                     each a slice, merged into one search.json; GPUs of different models are refused
 #                     (their tables differ). 0,0 runs two slices on one GPU (a check of split and merge)
+#   KTUNE_INCUMBENTS  results folder whose winners every search keeps as finalists (ktune_bench --incumbents;
+#                     default: reports/<gpu>/, and for a later pass the previous pass's winners; none: off)
 #   KTUNE_BENCH_ARGS  extra ktune_bench flags for the run, e.g. "--ops silu_and_mul --quick"
 #   KTUNE_CACHE       result cache (default: $BUILD_DIR/ktune-bench-cache.jsonl, or in $KTUNE_STAGE)
 #   KTUNE_MAX_RESUMES times the sweep is restarted after a kernel broke the CUDA context (default: 20)
 #   KTUNE_PROFILE     1: `all` also profiles the winners (CUPTI; 72 profiles took 65 s on an H200)
 #   KTUNE_PROFILE_PLAN_ARGS  extra ktune profile-plan flags, e.g. "--ops silu_and_mul --dtypes bf16"
+#   KTUNE_GPU_SLUG           the profile step's GPU (reports/<slug>/) where no ktune_bench is staged to ask
 #   KTUNE_PROFILE_ARGS       extra ktune_profile flags, e.g. "--no-stalls" (fewer replay passes)
 set -euo pipefail
 
@@ -124,11 +127,19 @@ same_model() {
   fi
 }
 
+# incumbents DIR: the searches that follow keep DIR's winners as finalists (none, or no such folder: off).
+incumbent_args=()
+incumbents() {
+  incumbent_args=()
+  [[ "$1" != none && -d "$1" ]] && incumbent_args=(--incumbents "$1")
+  return 0
+}
+
 # One slice of the search: SLICE_DIR CACHE K N -> SLICE_DIR/search.json (ktune_bench --slice K/N).
 run_slice() {
   local dir="$1" cache_file="$2" k="$3" n="$4"
   mkdir -p "$dir"
-  bench_resumable "$dir/search.json" "$dir/search.txt" --cache "$cache_file" --slice "$k/$n"
+  bench_resumable "$dir/search.json" "$dir/search.txt" --cache "$cache_file" --slice "$k/$n" "${incumbent_args[@]}"
 }
 
 # The slices in DIR/slices/{0..N-1}/search.json -> DIR/search.json.
@@ -147,7 +158,7 @@ run_search() {
   mapfile -t gpus < <(gpu_list)
   if ((${#gpus[@]} <= 1)); then
     say "search (screens, then the finalists in rounds) -> $dir/search.json (cache: $cache_file)"
-    bench_resumable "$dir/search.json" "$dir/search.txt" --cache "$cache_file" ||
+    bench_resumable "$dir/search.json" "$dir/search.txt" --cache "$cache_file" "${incumbent_args[@]}" ||
       { say "ktune_bench search failed (exit $?)"; exit 1; }
   else
     same_model "${gpus[@]}"
@@ -203,10 +214,16 @@ step_run() {
     run_exhaustive "$raw" "$cache"
   else
     local passes="${KTUNE_PASSES:-1}" p
+    # The winners a search defends (bench/incumbents.hpp): the committed ones, then each pass's own.
+    incumbents "${KTUNE_INCUMBENTS:-reports/$slug}"
     # Earlier passes measure afresh into raw/pass<k>/ with caches of their own; the last one is the result.
     for ((p = 1; p < passes; ++p)); do
       rm -f "$raw/pass$p/cache.jsonl"
       run_search "$raw/pass$p" "$raw/pass$p/cache.jsonl"
+      if [[ -z "${KTUNE_INCUMBENTS:-}" ]]; then
+        "$ktune" select --raw "$raw/pass$p/search.json" --results "$raw/pass$p/results" --build-json none >/dev/null
+        incumbents "$raw/pass$p/results/$slug"
+      fi
     done
     run_search "$raw" "$cache"
   fi
@@ -306,8 +323,10 @@ step_profile() {
   local raw="$out/raw"
   mkdir -p "$raw"
   local slug
-  if [[ -x "$bench" ]]; then slug="$("$bench" --print-gpu-slug)"; else slug="$(cat "$raw/gpu-slug" 2>/dev/null || true)"; fi
-  [[ -n "$slug" ]] || { say "cannot tell the GPU's slug (no ktune_bench, no $raw/gpu-slug)"; exit 1; }
+  if [[ -n "${KTUNE_GPU_SLUG:-}" ]]; then slug="$KTUNE_GPU_SLUG"
+  elif [[ -x "$bench" ]]; then slug="$("$bench" --print-gpu-slug)"
+  else slug="$(cat "$raw/gpu-slug" 2>/dev/null || true)"; fi
+  [[ -n "$slug" ]] || { say "cannot tell the GPU's slug (no KTUNE_GPU_SLUG, no ktune_bench, no $raw/gpu-slug)"; exit 1; }
   echo "$slug" >"$raw/gpu-slug"
   local plan_args profile_args
   read -r -a plan_args <<<"${KTUNE_PROFILE_PLAN_ARGS:-}"
@@ -361,6 +380,7 @@ step_slice() {
     "$ktune" merge-raw --names "$dir/names.txt" --out "$dir/search.json" "$KTUNE_REPLAY"
   else
     say "slice $k of $n -> $dir/search.json"
+    incumbents "${KTUNE_INCUMBENTS:-reports/$("$bench" --print-gpu-slug)}"
     run_slice "$dir" "$dir/cache.jsonl" "$k" "$n" || { say "ktune_bench slice $k of $n failed (exit $?)"; exit 1; }
   fi
 }

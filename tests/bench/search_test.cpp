@@ -62,11 +62,15 @@ TEST(BenchSearchRules, FinalistsAreSTheGeneralAndTheFastestWithinReach) {
   const std::vector<BenchResult> rs = {screen_of("original", 3.0, 0.01), screen_of("a", 1.00, 0.01), screen_of("b", 1.05, 0.01),
                                        screen_of("c", 1.02, 0.01), screen_of("d", 1.50, 0.01), screen_of("g", 2.00, 0.01),
                                        failed("e")};
-  EXPECT_EQ(ids_of(rs, pick_finalists(rs, "g", s)), (std::vector<std::string>{"original", "a", "c", "g"}));
-  EXPECT_EQ(ids_of(rs, pick_finalists(rs, "", s)), (std::vector<std::string>{"original", "a", "c"}));
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, {"g"}, s)), (std::vector<std::string>{"original", "a", "c", "g"}));
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, {}, s)), (std::vector<std::string>{"original", "a", "c"}));
   s.top_k = 5;
-  EXPECT_EQ(ids_of(rs, pick_finalists(rs, "", s)), (std::vector<std::string>{"original", "a", "b", "c"}));  // d is out of reach
-  EXPECT_TRUE(pick_finalists({failed("original"), failed("a")}, "a", s).empty());
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, {}, s)), (std::vector<std::string>{"original", "a", "b", "c"}));  // d is out of reach
+  EXPECT_TRUE(pick_finalists({failed("original"), failed("a")}, {"a"}, s).empty());
+  // The incumbent (an earlier tune's winner) is a finalist even out of reach, beside the general one.
+  s.top_k = 2;
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, {"g", "d"}, s)), (std::vector<std::string>{"original", "a", "c", "d", "g"}));
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, {"", "e"}, s)), (std::vector<std::string>{"original", "a", "c"}));  // e failed
 }
 
 TEST(BenchSearchRules, ANoisyScreenIsDroppedOnlyWhenEvenItsFastestSampleIsOutOfReach) {
@@ -75,11 +79,11 @@ TEST(BenchSearchRules, ANoisyScreenIsDroppedOnlyWhenEvenItsFastestSampleIsOutOfR
   std::vector<BenchResult> rs = {screen_of("a", 1.00, 0.01), screen_of("b", 1.01, 0.01), screen_of("n", 8.0, 1.9, true),
                                  screen_of("m", 8.0, 0.2, true)};
   // n: median 8 but fastest sample 0.4: kept beyond the top K; m: even its fastest (7.2) is out of reach.
-  EXPECT_EQ(ids_of(rs, pick_finalists(rs, "", s)), (std::vector<std::string>{"a", "n"}));
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, {}, s)), (std::vector<std::string>{"a", "n"}));
   // The best a noisy screen offers does not move the reach of the clean ones.
   rs[2] = screen_of("n", 0.5, 0.01, true);
   rs[2].min_us = 0.5;
-  EXPECT_EQ(ids_of(rs, pick_finalists(rs, "", s)), (std::vector<std::string>{"a", "n"}));
+  EXPECT_EQ(ids_of(rs, pick_finalists(rs, {}, s)), (std::vector<std::string>{"a", "n"}));
 }
 
 TEST(BenchSearchRules, GeneralConfigurationIsTheBestGeometricMeanAmongThoseCorrectEverywhere) {

@@ -30,7 +30,7 @@ struct Plan {
       specs.emplace(op, row_spec(op));
       for (DType dtype : specs.at(op).dtypes)
         for (const Shape& shape : specs.at(op).shapes()) {
-          ShapeGroup g{op, dtype, shape, {}, {}};
+          ShapeGroup g{op, dtype, shape, {}, {}, {}};
           for (int v = 0; v < n; ++v) g.items.push_back({op, dtype, shape, "v" + std::to_string(v), op + "/v" + std::to_string(v), {}});
           groups.push_back(std::move(g));
         }
