@@ -79,6 +79,28 @@ struct Finding {
   std::string message;     ///< the short sentence a report shows
 };
 
+/// The structure a family could try next against a finding's cause: what the rule asks of the code,
+/// for the reports' missed targets and the generator's planning. Empty for a rule that is not advice.
+inline std::string next_structure(const std::string& rule) {
+  if (rule == rules::uncoalesced_loads || rule == rules::uncoalesced_stores)
+    return "16-byte vector accesses by consecutive threads (a wider vb), or staging through shared memory to "
+           "coalesce";
+  if (rule == rules::dram_below_ceiling)
+    return "more bytes in flight per SM: more loads per thread before the first use (vpt), more rows per block, "
+           "or a persistent grid that keeps every SM streaming";
+  if (rule == rules::register_limited_occupancy)
+    return "fewer registers per thread (a smaller vpt, __launch_bounds__ with a minimum of blocks per SM)";
+  if (rule == rules::launch_bound_grid)
+    return "more blocks at few tokens: split each row over several blocks (a cluster reduction where the row "
+           "needs one)";
+  if (rule == rules::launch_bound_time)
+    return "the launch floor: chain the call to its neighbour with PDL, or fuse it into the neighbouring kernel";
+  if (rule == rules::excess_dram_traffic)
+    return "read each byte once: keep the row in registers or shared memory between its passes";
+  if (rule == rules::spills) return "no run-time indexed per-thread arrays, or a smaller vpt";
+  return {};
+}
+
 /// Theoretical resident blocks per SM and what limits them (the CUDA occupancy calculator's rules for
 /// sm_70 and newer: registers are allocated per warp in units of reg_alloc_unit, within each of the
 /// four SM sub-partitions; 1 KB of shared memory is reserved per block).

@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "io.hpp"
 #include "results.hpp"
+#include "target_misses.hpp"
 
 namespace ktune::tool {
 
@@ -24,7 +25,7 @@ namespace prof = ktune::profile;
 
 // ---- the plan -------------------------------------------------------------------------------------
 
-std::vector<const ShapeResult*> plan_shapes(const DTypeResult& d) {
+std::vector<const ShapeResult*> plan_shapes(const DTypeResult& d, const std::set<std::string>& missed) {
   std::vector<const ShapeResult*> pool;
   for (const ShapeResult& s : d.shapes)
     if (!s.winner.empty()) pool.push_back(&s);
@@ -49,7 +50,7 @@ std::vector<const ShapeResult*> plan_shapes(const DTypeResult& d) {
   std::int64_t widest = 0;
   for (const ShapeResult* s : pool) widest = std::max(widest, s->width);
   for (const ShapeResult* s : pool)
-    if (s->width == widest && (s->tokens == 1 || s->tokens == 16)) pick.insert(s);
+    if ((s->width == widest && (s->tokens == 1 || s->tokens == 16)) || missed.count(s->key)) pick.insert(s);
   std::vector<const ShapeResult*> out;
   for (const ShapeResult* s : pool)
     if (pick.count(s)) out.push_back(s);
@@ -63,13 +64,16 @@ nlohmann::ordered_json profile_plan(const std::vector<const LoadedResults*>& inp
   for (const LoadedResults* r : inputs) slugs.insert(r->selection.gpu_slug);
   plan["gpu_slug"] = slugs.size() == 1 ? *slugs.begin() : std::string();
   plan["calls"] = nlohmann::ordered_json::array();
-  for (const LoadedResults* r : inputs)
+  for (const LoadedResults* r : inputs) {
+    std::map<std::string, std::set<std::string>> missed;  // dtype -> shapes that miss a target
+    for (const TargetMiss& m : target_misses(r->selection)) missed[m.dtype].insert(m.shape);
     for (const DTypeResult& d : r->selection.dtypes)
-      for (const ShapeResult* s : plan_shapes(d)) {
+      for (const ShapeResult* s : plan_shapes(d, missed[d.dtype])) {
         nlohmann::ordered_json variants = {"original"};
         if (s->winner != "original") variants.push_back(s->winner);
         plan["calls"].push_back({{"op", r->selection.op}, {"dtype", d.dtype}, {"shape", s->key}, {"variants", variants}});
       }
+  }
   return plan;
 }
 
@@ -269,7 +273,7 @@ std::string profile_html(const Selection& sel) {
 int cmd_profile_plan(const std::vector<std::string>& argv) {
   CLI::App app{"Writes the calls `ktune_profile --plan FILE` profiles after selection: per op and dtype of the results\n"
                "files <results>/<SLUG>/<op>.json, S and the winner at the largest shape, the shape nearest 128 MB within\n"
-               "[64, 256] MB, and T = 1 and T = 16 of the widest row.",
+               "[64, 256] MB, T = 1 and T = 16 of the widest row, and every shape that misses a target of the reports.",
                "ktune profile-plan"};
   cli::style(app);
   std::map<std::string, std::string> o{{"results", "reports"}};

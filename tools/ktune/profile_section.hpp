@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,9 @@ inline constexpr const char* profile_plan_schema = "ktune.profile_plan";
 
 /// The shapes of one dtype worth profiling, in the dtype's shape order, without repeats: the largest
 /// (most bytes), the one closest to 128 MB (geometrically) among those within [64, 256] MB, and T = 1
-/// and T = 16 of the widest row. Only shapes with a winner count.
-std::vector<const ShapeResult*> plan_shapes(const DTypeResult& d);
+/// and T = 16 of the widest row, and every shape of `missed` (the keys of shapes that miss a target:
+/// their reason comes from the profile). Only shapes with a winner count.
+std::vector<const ShapeResult*> plan_shapes(const DTypeResult& d, const std::set<std::string>& missed = {});
 
 /// The plan for every results file of `gpu_slug` (every GPU when empty) and op in `ops` (all when
 /// empty): {"schema", "gpu_slug", "calls": [{op, dtype, shape, variants: ["original", winner]}]}.

@@ -12,6 +12,7 @@
 #include "profile_section.hpp"
 #include "report_detail.hpp"
 #include "stability.hpp"
+#include "target_misses.hpp"
 
 namespace ktune::tool {
 
@@ -167,6 +168,7 @@ std::string op_markdown(const LoadedResults& r) {
     }
     o += "\n";
   }
+  o += targets_markdown(s);  // target_misses.hpp: the missed targets, each with its reason and next structure
   o += profile_markdown(s);  // profile_section.hpp: empty unless the results hold a profile
   if (s.search) o += "## Search\n\n" + search_sentence(s) + "\n\n";
   o += stability_markdown(s);  // stability.hpp: empty unless the results hold a run-to-run section
@@ -269,6 +271,7 @@ std::string op_html(const LoadedResults& r) {
     }
     body += "</table>\n";
   }
+  body += targets_html(s);
   body += profile_html(s);  // profile_section.hpp: empty unless the results hold a profile
   if (s.search) body += "<h2>Search</h2>\n<p>" + html_escape(search_sentence(s)) + "</p>\n";
   body += stability_html(s);  // stability.hpp: empty unless the results hold a run-to-run section

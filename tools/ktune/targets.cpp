@@ -22,6 +22,18 @@ std::string performance_target_words() {
       large_shapes_words(), large_shape_target_label(), small_shapes_words(), small_shape_max_over_same_size_copy);
 }
 
+std::string s_target_words() {
+  return fmt::format("geometric mean at least {:.2f}x over S per dtype, no shape below {:.2f}x",
+                     min_geomean_speedup_over_s, 1 / (1 + max_slowdown_vs_s));
+}
+
+std::string op_target_words() {
+  return fmt::format("Targets: {} at least {} of the copy ceiling; {} within {:g}x of the same-size copy (timed like the "
+                     "variants, the floor at each size); against S, the kernel the op replaces: {}.",
+                     large_shapes_words(), large_shape_target_label(), small_shapes_words(),
+                     small_shape_max_over_same_size_copy, s_target_words());
+}
+
 std::string stability_goal_words() {
   return fmt::format("at least {} of shapes held or within band, p95 variation at most {}",
                      fixed(100 * stability_goal_share, 1) + "%", fixed(100 * stability_goal_variation, 1) + "%");

@@ -22,6 +22,12 @@ inline constexpr std::int64_t small_shape_tokens = 16;
 /// timed like the variants, is the floor at each size (an empty kernel ignores the bytes to move).
 inline constexpr double small_shape_max_over_same_size_copy = 1.15;
 
+/// Against S, the kernel the op replaces (faithful to what the serving engine runs): the geometric mean
+/// of the speedups over S per op and dtype at least this (S's time at most 0.9x) ...
+inline constexpr double min_geomean_speedup_over_s = 1.0 / 0.9;
+/// ... and no shape slower than S by more than this fraction.
+inline constexpr double max_slowdown_vs_s = 0.02;
+
 // ---- run-to-run (two tunes of the same ops on the same GPU: stability.hpp, regret.hpp) --------------
 
 /// Shapes whose winner held or stayed within the band: a second tune should mostly agree with the first.
@@ -45,6 +51,10 @@ std::string large_shape_target_label();
 /// The performance targets, one paragraph for an index page (markdown and HTML say the same; the HTML
 /// page escapes it): large shapes against the copy ceiling, small shapes against the same-size copy.
 std::string performance_target_words();
+/// The targets against S: "geometric mean at least 1.11x over S per dtype, no shape below 0.98x".
+std::string s_target_words();
+/// Every performance target in one sentence, for an op page's "Targets" section.
+std::string op_target_words();
 /// The stability goal: "at least 98.0% of shapes held or within band, p95 variation at most 3.0%".
 std::string stability_goal_words();
 /// The regret target: "p95 at most 1.0%, largest at most 3.0%".
