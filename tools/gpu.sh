@@ -2,7 +2,8 @@
 # The GPU workflow for contributors without a local GPU: build here, run there, bring results back.
 #
 #   here:   tools/gpu.sh pack               build for sm_90 and stage binaries + the shared libraries
-#                                           the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB)
+#                                           the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB);
+#                                           KTUNE_PACK_TARGETS="ktune_bench ktune_cli": only what a step needs
 #   there:  tools/gpu.sh remote <step>      run one step from the staged .gpu/ (needs only the NVIDIA
 #                                           driver and the CUDA 13 runtime); writes one archive,
 #                                           $OUT/gpu-results.tar.gz (or ./gpu-results.tar.gz), and
@@ -42,7 +43,11 @@ pack() {
   local -A binary=([ktune_gpu_tests]=tests/ktune_gpu_tests [ktune_bench]=bench/ktune_bench
                    [ktune_cli]=tools/ktune [ktune_profile_tool]=tools/profile/ktune_profile
                    [ktune_generator_tests]=tests/generator/ktune_generator_tests)
-  local targets=(ktune_gpu_tests ktune_bench ktune_cli ktune_profile_tool ktune_generator_tests)
+  # KTUNE_PACK_TARGETS: only these (e.g. "ktune_bench ktune_cli" for a tune), when the whole set and the working
+  # tree would pass the device call's 64 MiB; the agent's toolchain comes with ktune_generator_tests.
+  local targets
+  read -r -a targets <<<"${KTUNE_PACK_TARGETS:-ktune_gpu_tests ktune_bench ktune_cli ktune_profile_tool ktune_generator_tests}"
+  for t in "${targets[@]}"; do [[ -n "${binary[$t]:-}" ]] || { echo "gpu.sh pack: unknown target $t (${!binary[*]})" >&2; exit 1; }; done
   # The tune's tolerant build: a shard that fails to compile is left out and recorded, and every
   # shard's compile time lands in $build/ktune-build.json for the reports' build cost.
   local target_args=()
@@ -60,14 +65,15 @@ pack() {
       [[ "$name" =~ $system_lib ]] || cp -L "$path" "$stage/lib/$name"
     done
   done
-  stage_agent
+  [[ " ${targets[*]} " == *" ktune_generator_tests "* ]] && stage_agent
   git -C "$root" rev-parse HEAD > "$stage/commit" 2>/dev/null || echo unknown > "$stage/commit"
   # One compressed payload: the binaries hold every variant's device code and shrink about 3.5x, which keeps
   # the tree that travels to the GPU machine well under its limit. `remote` unpacks it.
+  mkdir -p "$stage/agent"
   tar -C "$stage" -czf "$stage/payload.tar.gz" bin lib agent && rm -rf "$stage/bin" "$stage/lib" "$stage/agent"
   local size
   size=$(du -sm "$stage" | cut -f1)
-  echo "gpu.sh pack: staged $(tar -tzf "$stage/payload.tar.gz" | grep -E '^(bin|lib)/.' | tr '\n' ' ')and agent/ (toolchain, Boost.Hana) in .gpu/ (${size} MiB)"
+  echo "gpu.sh pack: staged $(tar -tzf "$stage/payload.tar.gz" | grep -E '^(bin|lib|agent)/.+[^/]$' | grep -v '^agent/include' | tr '\n' ' ')in .gpu/ (${size} MiB)"
   if [ "$size" -gt 60 ]; then echo "gpu.sh pack: .gpu/ is over 60 MiB; the device call carries at most 64" >&2; exit 1; fi
 }
 
