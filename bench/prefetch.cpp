@@ -41,7 +41,7 @@ HostGroup HostPrefetcher::compute(const HostRequest& r) {
 }
 
 std::shared_ptr<HostPrefetcher::Slot> HostPrefetcher::next_to_start() {
-  if (stop_ || held_ >= budget_) return nullptr;
+  if (stop_ || held_ >= budget_ || running_ >= lookahead_) return nullptr;
   const std::size_t n = std::min(queue_.size(), lookahead_);
   for (std::size_t i = 0; i < n; ++i)
     if (queue_[i]->state == Slot::queued) return queue_[i];
@@ -65,9 +65,11 @@ void HostPrefetcher::work_loop() {
       continue;
     }
     slot->state = Slot::running;
+    ++running_;
     lock.unlock();
     HostGroup g = compute(slot->request);
     lock.lock();
+    --running_;
     stats_.worker_cpu_s += g.cpu_s;
     slot->state = Slot::done;
     if (!slot->abandoned) {

@@ -34,8 +34,9 @@ class HostPrefetcher {
   };
 
   /// `threads` workers (0: take() computes everything itself, in line). Workers start a group only
-  /// within the next `lookahead` expected ones and while the prepared groups not yet taken hold less
-  /// than `budget_bytes` of host memory.
+  /// within the next `lookahead` expected ones, never more than `lookahead` at once (a group take()
+  /// waits for counts until it is done), and while the prepared groups not yet taken hold less than
+  /// `budget_bytes` of host memory.
   HostPrefetcher(Work work, unsigned threads, std::size_t lookahead, std::size_t budget_bytes);
   ~HostPrefetcher();  ///< stops the workers; groups in progress are finished and discarded
   HostPrefetcher(const HostPrefetcher&) = delete;
@@ -71,6 +72,7 @@ class HostPrefetcher {
   std::deque<std::shared_ptr<Slot>> queue_;  // expected, not yet taken, in order
   std::deque<HostGroup> trash_;              // groups to free
   std::size_t held_ = 0;                     // bytes of prepared groups not yet taken
+  std::size_t running_ = 0;                  // groups the workers are preparing now
   bool stop_ = false;
   Stats stats_;
   std::vector<std::thread> workers_;
