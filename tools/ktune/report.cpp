@@ -121,6 +121,12 @@ std::optional<double> best_time_us(const ShapeResult& s) {
   return m ? std::optional<double>(m->median_us) : std::nullopt;
 }
 
+std::optional<double> empty_kernel_us(const Selection& s) {
+  const auto it = s.references.find("empty_kernel");
+  if (it == s.references.end() || !(it->second.time_us > 0) || !std::isfinite(it->second.time_us)) return std::nullopt;
+  return it->second.time_us;
+}
+
 std::optional<double> pct_of_same_size_copy(const ShapeResult& s) {
   const auto best = best_time_us(s);
   if (!s.copy_same_size_us || !best || !(*best > 0) || !std::isfinite(*s.copy_same_size_us)) return std::nullopt;

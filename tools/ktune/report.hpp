@@ -23,6 +23,9 @@ inline constexpr int index_page_plots = 1;
 /// sweep time); nullopt when there is no correct winner.
 std::optional<double> best_time_us(const ShapeResult& s);
 
+/// The empty kernel's time of the run (references "empty_kernel"); nullopt when the results have none.
+std::optional<double> empty_kernel_us(const Selection& s);
+
 /// 100 * same-size copy time / best time: how close the chosen variant is to a plain copy of the same
 /// bytes; nullopt when the results have no copy for the shape or no best time.
 std::optional<double> pct_of_same_size_copy(const ShapeResult& s);

@@ -48,10 +48,7 @@ DTypeSummary summarise(const Selection& sel, const DTypeResult& d) {
   const auto largest = [](std::optional<double>& acc, std::optional<double> v) {
     if (v) acc = acc ? std::max(*acc, *v) : *v;
   };
-  std::optional<double> empty_us;
-  if (auto it = sel.references.find("empty_kernel");
-      it != sel.references.end() && it->second.time_us > 0 && std::isfinite(it->second.time_us))
-    empty_us = it->second.time_us;
+  const std::optional<double> empty_us = empty_kernel_us(sel);
   DTypeSummary s;
   double log_sum = 0;
   int n = 0;

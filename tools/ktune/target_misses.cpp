@@ -48,9 +48,7 @@ constexpr const char* not_profiled =
 
 std::vector<TargetMiss> target_misses(const Selection& sel) {
   std::vector<TargetMiss> out;
-  std::optional<double> empty_us;
-  if (auto it = sel.references.find("empty_kernel"); it != sel.references.end() && it->second.time_us > 0)
-    empty_us = it->second.time_us;
+  const std::optional<double> empty_us = empty_kernel_us(sel);
   for (const DTypeResult& d : sel.dtypes) {
     const DTypeSummary sum = summarise(sel, d);
     if (sum.geomean_speedup && *sum.geomean_speedup < min_geomean_speedup_over_s) {
@@ -105,15 +103,14 @@ std::vector<TargetMiss> target_misses(const Selection& sel) {
         if (over > small_shape_max_over_same_size_copy) {
           TargetMiss m{d.dtype, sh.key, fmt::format("<= {:g}x the same-size copy ({})", small_shape_max_over_same_size_copy, small_shapes_words()),
                        fmt::format("{:.2f}x ({} us against the copy's {} us)", over, sig3(*best), sig3(*sh.copy_same_size_us))};
-          if (!from_profile(sel, d.dtype, sh, m)) {
-            if (empty_us && *best <= 1.5 * *empty_us)
-              m.reason = fmt::format("at the launch floor: {:.2f}x the empty kernel ({} us)", *best / *empty_us, sig3(*empty_us));
-            else
-              m.reason = not_profiled;
-          }
+          // The diagnosis's own launch floor: a call within this factor of the empty kernel.
+          const bool at_floor = empty_us && *best <= profile::Thresholds{}.launch_floor_ratio * *empty_us;
+          if (!from_profile(sel, d.dtype, sh, m))
+            m.reason = at_floor ? fmt::format("at the launch floor: {:.2f}x the empty kernel ({} us)", *best / *empty_us,
+                                              sig3(*empty_us))
+                                : std::string(not_profiled);
           if (m.next.empty())
-            m.next = profile::next_structure(empty_us && *best <= 1.5 * *empty_us ? profile::rules::launch_bound_time
-                                                                                  : profile::rules::launch_bound_grid);
+            m.next = profile::next_structure(at_floor ? profile::rules::launch_bound_time : profile::rules::launch_bound_grid);
           out.push_back(std::move(m));
         }
       }
