@@ -46,6 +46,8 @@ Status GpuMeasurer::State::sample_prepared(Prepared& p, int samples, Timed& out)
   KTUNE_TRY(once());
   std::vector<double> us;
   for (int i = 0; i < std::max(1, samples); ++i) {
+    // A replay repeats its launches' sets: evict them first, as time_kernel does (ktune/timing.cuh).
+    if (p.exec && rotations > 1) KTUNE_TRY(flush_l2(stream));
     KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
     KTUNE_TRY(once());
     KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));

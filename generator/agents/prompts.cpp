@@ -72,8 +72,10 @@ against S. You never judge correctness or speed; the measurements come back to y
   below what DRAM allows rejected) and on every call S accepts, including more than 65,535 rows, tensors past
   2^31 elements and inputs in the hundreds.
 - Includes: CUDA headers, the C++17 standard library, `<ktune/...>` headers and the folder's own files
-  ("family_base.cuh", "space.hpp", "args.hpp"). Use `ktune::AlignedVector<E, N>`, `ktune::to_float`,
-  `ktune::from_float<E>` from <ktune/intrinsics.cuh> and <ktune/dtype.hpp> as the example does.
+  ("family_base.cuh", "space.hpp", "args.hpp"). Use `ktune::AlignedVector<E, N>` and convert a vector at a
+  time with `ktune::to_floats` / `ktune::from_floats<E>` (<ktune/intrinsics.cuh>: bf16 stays packed in
+  registers, 16-bit pairs round in one instruction), or an element with `ktune::to_float` /
+  `ktune::from_float<E>` (<ktune/dtype.hpp>).
 - Comments say why, briefly. Document each template parameter once, in space.hpp.
 
 # Answer format

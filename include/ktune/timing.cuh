@@ -6,7 +6,11 @@
 // - Graph replay for short kernels: when the fastest of three single launches takes less than
 //   `graph_below_us`, a CUDA graph of
 //   `batch` launches is captured and each sample is one replay divided by `batch`, so the CPU's
-//   launch gaps do not count as kernel time.
+//   launch gaps do not count as kernel time. A replay repeats the same launches on the same sets, so
+//   with a cold-L2 rotation (rotations > 1) every replay is preceded, outside the timed region, by a
+//   read of twice the L2 (flush_l2): else the sets of one replay, batch x set bytes, stay in L2 for the
+//   next whenever they fit, and a short kernel's time depends on how many launches its probe gave the
+//   batch (seen on an H200: two variants 15% apart in one tune and 12% apart the other way in the next).
 // - The copy ceiling (DESIGN.md contract 8): the best of cudaMemcpyAsync device-to-device and a
 //   16-bytes-per-thread copy kernel over at least 1 GiB, bytes read plus written, median of >= 10.
 #pragma once
@@ -17,6 +21,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "fill.cuh"
@@ -92,12 +98,65 @@ inline double median_of(std::vector<double> v) {
 template <int = 0>
 __global__ void empty_kernel() {}
 
+/// Reads n 16-byte words through L2 (evicting what was there); the sink is written only when their XOR
+/// is a value no data is meant to give, so the loads cannot be left out.
+template <int = 0>
+__global__ void l2_read_kernel(const uint4* __restrict__ p, std::size_t n, unsigned* sink) {
+  unsigned acc = 0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const uint4 v = __ldcg(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
+
+/// The current device's flush buffer: twice its L2, allocated on first use and kept for the process
+/// (like the CUDA context it lives in), one per device.
+struct L2FlushBuffer {
+  uint4* words = nullptr;
+  std::size_t n = 0;
+};
+inline Status l2_flush_buffer(L2FlushBuffer& out) {
+  static std::mutex mutex;
+  static std::map<int, L2FlushBuffer> buffers;
+  int dev = 0, l2 = 0;
+  KTUNE_CUDA_TRY(cudaGetDevice(&dev));
+  std::lock_guard lock(mutex);
+  if (const auto it = buffers.find(dev); it != buffers.end()) {
+    out = it->second;
+    return Status::success();
+  }
+  KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  L2FlushBuffer b;
+  b.n = 2 * static_cast<std::size_t>(l2) / sizeof(uint4) + 1;  // + 1: the sink, the last word
+  KTUNE_CUDA_TRY(cudaMalloc(&b.words, b.n * sizeof(uint4)));
+  if (const cudaError_t e = cudaMemset(b.words, 0, b.n * sizeof(uint4)); e != cudaSuccess) {
+    cudaFree(b.words);
+    return Status::from_cuda(e, "cudaMemset(L2 flush buffer)");
+  }
+  out = buffers[dev] = b;
+  return Status::success();
+}
+
 template <int = 0>
 __global__ void copy16_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) dst[i] = src[i];
 }
 }  // namespace detail
+
+/// Evicts L2 on `stream`: reads twice its size from a buffer nothing else uses, so the next kernel
+/// finds none of its data there and no dirty lines to write back.
+inline Status flush_l2(cudaStream_t stream) {
+  detail::L2FlushBuffer b;
+  KTUNE_TRY(detail::l2_flush_buffer(b));
+  const std::size_t n = b.n - 1;
+  detail::l2_read_kernel<><<<static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 4096)), 256, 0, stream>>>(
+      b.words, n, reinterpret_cast<unsigned*>(b.words + n));
+  KTUNE_CHECK_LAUNCH();
+  return Status::success();
+}
 
 /// Times `launch(rotation)` (a callable returning Status that enqueues one call on `stream` using
 /// input/output set `rotation % rotations`). Graph replay captures `stream`, so it must be a created
@@ -151,6 +210,7 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
   out.batch = batch;
 
   auto sample = [&](double& us) -> Status {
+    if (out.graph && rotations > 1) KTUNE_TRY(flush_l2(stream));
     KTUNE_CUDA_TRY(cudaEventRecord(ev.start, stream));
     if (out.graph) {
       KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));

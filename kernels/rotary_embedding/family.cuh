@@ -141,11 +141,8 @@ __global__ void __launch_bounds__(Cfg::threads) rotary_embedding_kernel(const Pa
     for (int k = 0; k < H; ++k) {
       if (head[k] == nullptr) continue;
       float x[V], y[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        x[i] = ktune::to_float(a[k].v[i]);
-        y[i] = ktune::to_float(b[k].v[i]);
-      }
+      ktune::to_floats(x, a[k]);
+      ktune::to_floats(y, b[k]);
       if constexpr (!Interleave || V == 1) {
         // Pair i is (x[i], y[i]); for GPT-J with one element per vector, (x[0], y[0]) = (2j, 2j + 1).
 #pragma unroll
@@ -159,14 +156,8 @@ __global__ void __launch_bounds__(Cfg::threads) rotary_embedding_kernel(const Pa
           rotate(y[2 * i], y[2 * i + 1], cs[V / 2 + i], sn[V / 2 + i]);
         }
       }
-      Vec oa, ob;
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        oa.v[i] = ktune::from_float<E>(x[i]);
-        ob.v[i] = ktune::from_float<E>(y[i]);
-      }
-      *reinterpret_cast<Vec*>(head[k] + first) = oa;
-      *reinterpret_cast<Vec*>(head[k] + second) = ob;
+      *reinterpret_cast<Vec*>(head[k] + first) = ktune::from_floats<E>(x);
+      *reinterpret_cast<Vec*>(head[k] + second) = ktune::from_floats<E>(y);
     }
   }
 }

@@ -3,8 +3,12 @@
 #include <cooperative_groups.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <random>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <ktune/arch.hpp>
@@ -195,6 +199,39 @@ TEST(TimingGpu, LargeCopyNearTheCeilingAndShortKernelsReplayedInGraphs) {
   cudaFree(buf);
 }
 
+// A short kernel's graph replays the same launches on the same sets. Sets of 128 KB in a graph of a few
+// hundred launches (tens of MB) fit the L2 together: without a flush before each replay, every replay
+// after the first found its data in L2, and the time depended on the batch its probe gave it. Timed on a
+// cold-L2 rotation the copy must be clearly slower than the same graph on one set, which L2 holds.
+TEST(TimingGpu, GraphReplaysOfShortKernelsStartFromAColdL2) {
+  KTUNE_REQUIRE_GPU();
+  int dev = 0, l2 = 0;
+  KTUNE_ASSERT_CUDA(cudaGetDevice(&dev));
+  KTUNE_ASSERT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  const std::size_t n = (std::size_t{64} << 10) / sizeof(float4);  // 64 KB in, 64 KB out per set
+  const std::size_t rotations = ktune::rotations_for_cold_l2(2 * n * sizeof(float4), static_cast<std::size_t>(l2));
+  ktune::test::DeviceBuffer<float4> buf(2 * n * rotations);
+  ASSERT_NE(buf.ptr, nullptr);
+  KTUNE_ASSERT_OK(ktune::fill_uniform(reinterpret_cast<float*>(buf.ptr), 8 * n * rotations, 9, -1.f, 1.f));
+  ktune::test::Stream stream;
+  ASSERT_NE(stream.s, nullptr);
+  auto copy_set = [&](std::size_t r) -> ktune::Status {
+    scale_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream.s>>>(buf.ptr + 2 * r * n, buf.ptr + (2 * r + 1) * n, n);
+    KTUNE_CHECK_LAUNCH();
+    return ktune::Status::success();
+  };
+  ktune::TimingResult cold, warm;
+  KTUNE_ASSERT_OK(ktune::time_kernel(copy_set, rotations, stream.s, ktune::TimingOptions{}, cold));
+  KTUNE_ASSERT_OK(ktune::time_kernel(copy_set, 1, stream.s, ktune::TimingOptions{}, warm));
+  std::printf("[ timing ] 128 KB copy in graphs of %d and %d launches: %.2f us over %zu sets (cold L2), %.2f us on one "
+              "set (warm): %.2fx\n",
+              cold.batch, warm.batch, cold.median_us, rotations, warm.median_us, cold.median_us / warm.median_us);
+  ASSERT_TRUE(cold.graph && warm.graph) << "a 128 KB copy is short enough for graph replay";
+  ASSERT_LT(static_cast<std::size_t>(cold.batch) * 2 * n * sizeof(float4), static_cast<std::size_t>(l2))
+      << "the graph's sets fit L2 together: the case the flush is for";
+  EXPECT_GT(cold.median_us, 1.15 * warm.median_us) << "replays of the rotation found their sets in L2";
+}
+
 TEST(TimingGpu, RotationsLeaveL2Cold) {
   EXPECT_EQ(ktune::rotations_for_cold_l2(std::size_t{1} << 30, 50 << 20), 2u);
   EXPECT_EQ(ktune::rotations_for_cold_l2(10 << 20, 50 << 20), 12u);  // 10 sets + 2 > 100 MB
@@ -329,5 +366,98 @@ TEST(LaunchGpu, DeviceCheckNeverLowersALimitALaunchRaised) {
   KTUNE_ASSERT_CUDA(cudaMemcpy(&h, out, sizeof(int), cudaMemcpyDeviceToHost));
   EXPECT_EQ(h, 3);
   cudaFree(out);
+}
+
+/// Per element, both ways: the element conversions (to_float, from_float) and the vector ones (to_floats,
+/// from_floats) of the same 8-element vectors, as raw bits.
+template <class E>
+__global__ void convert_both_ways(const std::uint16_t* elements, const float* floats, std::size_t vectors,
+                                  std::uint32_t* widened, std::uint32_t* widened_whole, std::uint16_t* rounded,
+                                  std::uint16_t* rounded_whole) {
+  using Vec = ktune::AlignedVector<E, 8>;
+  const std::size_t v = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (v >= vectors) return;
+  const Vec in = reinterpret_cast<const Vec*>(elements)[v];
+  float whole[8], f[8];
+  ktune::to_floats(whole, in);
+  for (int i = 0; i < 8; ++i) f[i] = floats[8 * v + i];
+  const Vec out = ktune::from_floats<E>(f);
+  for (int i = 0; i < 8; ++i) {
+    widened[8 * v + i] = __float_as_uint(ktune::to_float(in.v[i]));
+    widened_whole[8 * v + i] = __float_as_uint(whole[i]);
+    const E r = ktune::from_float<E>(f[i]);
+    rounded[8 * v + i] = *reinterpret_cast<const std::uint16_t*>(&r);
+    rounded_whole[8 * v + i] = reinterpret_cast<const std::uint16_t*>(&out)[i];
+  }
+}
+
+/// The kernels convert whole vectors (to_floats: bf16 widened from packed words with integer operations;
+/// from_floats: 16-bit pairs rounded by one instruction): bit for bit what the element conversions give,
+/// on every 16-bit pattern and on 2^20 float patterns (NaN, infinities, subnormals, halfway cases); a NaN
+/// only as a NaN.
+template <class E>
+void expect_vector_conversions_equal_element_ones() {
+  constexpr std::size_t n = std::size_t{1} << 20;  // 16 times every 16-bit pattern; 2^20 float patterns
+  std::vector<std::uint16_t> elements(n);
+  std::vector<float> floats(n);
+  std::mt19937 rng(static_cast<std::uint32_t>(ktune::test::test_seed()));
+  for (std::size_t i = 0; i < n; ++i) {
+    elements[i] = static_cast<std::uint16_t>(i);
+    // Random words; every fourth a value of E plus half its ulp (a tie) or plus a random part of one.
+    const std::uint32_t w = rng();
+    std::uint32_t bits = w;
+    if (i % 4 == 0) {
+      const auto h = static_cast<std::uint16_t>(w >> 16);
+      E e;
+      std::memcpy(&e, &h, 2);
+      const float exact = ktune::to_float(e);
+      std::memcpy(&bits, &exact, 4);
+      constexpr std::uint32_t half_ulp = std::is_same_v<E, __half> ? 1u << 12 : 1u << 15;
+      bits += (i & 4) ? half_ulp : (w & (2 * half_ulp - 1));
+    }
+    std::memcpy(&floats[i], &bits, 4);
+  }
+  ktune::test::DeviceBuffer<std::uint16_t> d_el(n), d_rounded(n), d_rounded_whole(n);
+  ktune::test::DeviceBuffer<float> d_f(n);
+  ktune::test::DeviceBuffer<std::uint32_t> d_wide(n), d_wide_whole(n);
+  ASSERT_TRUE(d_el.ptr && d_rounded.ptr && d_rounded_whole.ptr && d_f.ptr && d_wide.ptr && d_wide_whole.ptr);
+  KTUNE_ASSERT_CUDA(cudaMemcpy(d_el.ptr, elements.data(), n * 2, cudaMemcpyHostToDevice));
+  KTUNE_ASSERT_CUDA(cudaMemcpy(d_f.ptr, floats.data(), n * 4, cudaMemcpyHostToDevice));
+  convert_both_ways<E><<<static_cast<unsigned>(n / 8 / 256), 256>>>(d_el.ptr, d_f.ptr, n / 8, d_wide.ptr, d_wide_whole.ptr,
+                                                                    d_rounded.ptr, d_rounded_whole.ptr);
+  KTUNE_ASSERT_CUDA(cudaGetLastError());
+  std::vector<std::uint32_t> wide(n), wide_whole(n);
+  std::vector<std::uint16_t> rounded(n), rounded_whole(n);
+  KTUNE_ASSERT_CUDA(cudaMemcpy(wide.data(), d_wide.ptr, n * 4, cudaMemcpyDeviceToHost));
+  KTUNE_ASSERT_CUDA(cudaMemcpy(wide_whole.data(), d_wide_whole.ptr, n * 4, cudaMemcpyDeviceToHost));
+  KTUNE_ASSERT_CUDA(cudaMemcpy(rounded.data(), d_rounded.ptr, n * 2, cudaMemcpyDeviceToHost));
+  KTUNE_ASSERT_CUDA(cudaMemcpy(rounded_whole.data(), d_rounded_whole.ptr, n * 2, cudaMemcpyDeviceToHost));
+  // Bit for bit, except that any NaN equals any NaN: no op promises a NaN's payload.
+  auto nan32 = [](std::uint32_t b) { return (b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu) != 0; };
+  auto nan16 = [](std::uint16_t b) {
+    return std::is_same_v<E, __half> ? (b & 0x7c00u) == 0x7c00u && (b & 0x3ffu) != 0 : (b & 0x7f80u) == 0x7f80u && (b & 0x7fu) != 0;
+  };
+  std::size_t wide_diff = 0, round_diff = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (nan32(wide[i]) && nan32(wide_whole[i])) wide_whole[i] = wide[i];
+    if (nan16(rounded[i]) && nan16(rounded_whole[i])) rounded_whole[i] = rounded[i];
+    if (wide[i] != wide_whole[i] && wide_diff++ < 5)
+      ADD_FAILURE() << std::hex << "widening 0x" << elements[i] << ": element 0x" << wide[i] << ", vector 0x" << wide_whole[i];
+    if (rounded[i] != rounded_whole[i] && round_diff++ < 5)
+      ADD_FAILURE() << std::hex << "rounding 0x" << ktune::bits_of(floats[i]) << ": element 0x" << rounded[i]
+                    << ", vector 0x" << rounded_whole[i] << " (seed " << std::dec << ktune::test::test_seed() << ")";
+  }
+  EXPECT_EQ(wide_diff, 0u);
+  EXPECT_EQ(round_diff, 0u);
+}
+
+TEST(IntrinsicsGpu, VectorConversionsEqualElementConversionsBf16) {
+  KTUNE_REQUIRE_GPU();
+  expect_vector_conversions_equal_element_ones<__nv_bfloat16>();
+}
+
+TEST(IntrinsicsGpu, VectorConversionsEqualElementConversionsFp16) {
+  KTUNE_REQUIRE_GPU();
+  expect_vector_conversions_equal_element_ones<__half>();
 }
 }  // namespace

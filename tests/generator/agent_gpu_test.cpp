@@ -9,7 +9,9 @@
 #include <cuda_runtime_api.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -83,6 +85,13 @@ AgentOptions run_scripted_loop(const fs::path& work, const std::vector<std::stri
   const std::string summary = read_file(run / "summary.md", err);
   EXPECT_NE(summary.find("The winner: node 5"), std::string::npos) << summary;
   std::cout << "agent record: " << run << "\n" << summary;
+  // The loop's pace (docs/scale.md): rounds per hour of wall time, the LLM's answers scripted.
+  const nlohmann::json session = nlohmann::json::parse(read_file(run / "session.json", err));
+  const double wall_s = session["wall_s"].value("total_s", 0.0);
+  std::cout << fmt::format("agent pace: {} judge(s) on GPUs [{}]: {} rounds in {:.1f} s = {:.0f} rounds per hour\n",
+                           std::max<std::size_t>(1, gpus.size()), fmt::join(gpus, ","), expected.size(), wall_s,
+                           wall_s > 0 ? 3600.0 * static_cast<double>(expected.size()) / wall_s : 0.0)
+            << "session: " << session.dump(1) << "\n";
   return o;
 }
 
@@ -119,15 +128,16 @@ TEST(AgentGpu, ScriptedLoopJudgesEachFamilyAndInstallsTheWinner) {
   std::cout << "installed family, re-tuned: " << describe_ranking(tuned.ranking);
 }
 
-// `--gpus 0,0`: two judges at once, sharing the one GPU a test machine has (a check of the waves, not a
-// speed-up): the same answers in the same rounds get the same verdicts, and the rounds judged together
-// overlap in time.
+// Two judges at once: the same answers in the same rounds get the same verdicts, and the rounds judged
+// together overlap in time. By default `--gpus 0,0`, sharing the one GPU a test machine has (a check of
+// the waves, not a speed-up); KTUNE_AGENT_GPUS=0,1 on a machine with two GPUs measures the pace.
 TEST(AgentGpu, TwoJudgesAtOnceGiveEachRoundItsVerdict) {
   std::string why;
   if (!have_gpu(why)) GTEST_SKIP() << why;
-  const fs::path work = gpu_work() / "two-judges";
-  const AgentOptions o = run_scripted_loop(work, {"0", "0"});
-  std::string err;
-  const nlohmann::json session = nlohmann::json::parse(read_file(only_run(work / "runs", o.op) / "session.json", err));
-  std::cout << "session: " << session.dump(1) << "\n";
+  const char* env = std::getenv("KTUNE_AGENT_GPUS");
+  std::vector<std::string> gpus;
+  std::istringstream list(env && *env ? env : "0,0");
+  for (std::string g; std::getline(list, g, ',');) gpus.push_back(g);
+  ASSERT_EQ(gpus.size(), 2u) << "KTUNE_AGENT_GPUS names two GPUs (0,0 or 0,1), not " << env;
+  run_scripted_loop(gpu_work() / "two-judges", gpus);
 }

@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -44,6 +46,36 @@ inline ::testing::AssertionResult ok(const Status& s) {
   if (s.cuda != cudaSuccess) r << " (" << cudaGetErrorName(s.cuda) << ": " << cudaGetErrorString(s.cuda) << ")";
   return r;
 }
+
+/// `count` elements of T in device memory, freed at scope exit; at least one element is allocated, so
+/// that a call with no elements still gets a valid pointer. `ptr` is null when cudaMalloc failed (the
+/// tests check it before use).
+template <class T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  std::size_t n = 0;
+  explicit DeviceBuffer(std::size_t count) : n(count) {
+    if (cudaMalloc(&ptr, std::max<std::size_t>(count, 1) * sizeof(T)) != cudaSuccess) ptr = nullptr;
+  }
+  ~DeviceBuffer() {
+    if (ptr) cudaFree(ptr);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+/// A non-blocking stream, destroyed at scope exit; `s` is null when it could not be created.
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream() {
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) s = nullptr;
+  }
+  ~Stream() {
+    if (s) cudaStreamDestroy(s);
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+};
 
 }  // namespace ktune::test
 

@@ -16,6 +16,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "io.hpp"
+#include "report.hpp"
 #include "results.hpp"
 #include "target_misses.hpp"
 
@@ -220,15 +221,10 @@ std::string profile_markdown(const Selection& sel) {
   std::string o = "## Profile of the winners\n\n" + intro(sel, false) + "\n\n";
   o += "| shape | dtype | variant | activity (us) | events (us) | DRAM GB/s | % of copy | DRAM MB | DRAM / spec bytes | occupancy | registers | findings |\n";
   o += "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
-  auto esc = [](std::string s) {
-    std::string out;
-    for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
-    return out;
-  };
   for (const ProfileRow& r : rows) {
     std::string f;
-    for (const std::string& m : r.findings) f += (f.empty() ? "" : "; ") + esc(m);
-    if (!r.note.empty()) f += (f.empty() ? "" : "; ") + esc(r.note);
+    for (const std::string& m : r.findings) f += (f.empty() ? "" : "; ") + md_escape(m);
+    if (!r.note.empty()) f += (f.empty() ? "" : "; ") + md_escape(r.note);
     if (f.empty()) f = "none";
     o += fmt::format("| {} | {} | `{}`{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.shape, r.dtype, r.variant,
                      r.role == "original" ? " (S)" : "", r.activity_us, r.event_us, r.dram_gbps, r.pct_copy, r.dram_bytes,
@@ -240,30 +236,19 @@ std::string profile_markdown(const Selection& sel) {
 std::string profile_html(const Selection& sel) {
   const std::vector<ProfileRow> rows = profile_rows(sel);
   if (rows.empty()) return "";
-  auto esc = [](const std::string& s) {
-    std::string out;
-    for (char c : s) {
-      if (c == '<') out += "&lt;";
-      else if (c == '>') out += "&gt;";
-      else if (c == '&') out += "&amp;";
-      else if (c == '"') out += "&quot;";
-      else out += c;
-    }
-    return out;
-  };
   std::string o = "<h2>Profile of the winners</h2>\n<p>" + intro(sel, true) + "</p>\n";
   o += "<table>\n<tr><th class=\"l\">shape</th><th class=\"l\">dtype</th><th class=\"l\">variant</th><th>activity (us)</th>"
        "<th>events (us)</th><th>DRAM GB/s</th><th>% of copy</th><th>DRAM MB</th><th>DRAM / spec bytes</th>"
        "<th>occupancy</th><th>registers</th><th class=\"l\">findings</th></tr>\n";
   for (const ProfileRow& r : rows) {
     std::string f;
-    for (const std::string& m : r.findings) f += (f.empty() ? "" : "<br>") + esc(m);
-    if (!r.note.empty()) f += (f.empty() ? "" : "<br>") + esc(r.note);
+    for (const std::string& m : r.findings) f += (f.empty() ? "" : "<br>") + html_escape(m);
+    if (!r.note.empty()) f += (f.empty() ? "" : "<br>") + html_escape(r.note);
     if (f.empty()) f = "none";
     o += fmt::format("<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code>{}</td><td>{}</td>"
                      "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>\n",
-                     esc(r.shape), esc(r.dtype), esc(r.variant), r.role == "original" ? " (S)" : "", r.activity_us,
-                     r.event_us, r.dram_gbps, r.pct_copy, r.dram_bytes, r.bytes_ratio, r.occupancy, esc(r.registers), f);
+                     html_escape(r.shape), html_escape(r.dtype), html_escape(r.variant), r.role == "original" ? " (S)" : "", r.activity_us,
+                     r.event_us, r.dram_gbps, r.pct_copy, r.dram_bytes, r.bytes_ratio, r.occupancy, html_escape(r.registers), f);
   }
   return o + "</table>\n";
 }

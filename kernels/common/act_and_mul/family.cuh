@@ -142,40 +142,16 @@ struct Params {
 
 namespace detail {
 
-template <class E>
-__device__ __forceinline__ float2 to_float2(E a, E b) {
-  if constexpr (std::is_same_v<E, __half>) return __half22float2(__halves2half2(a, b));
-  else return __bfloat1622float2(__halves2bfloat162(a, b));
-}
-
-template <class E>
-__device__ __forceinline__ void from_float2(float2 v, E& a, E& b) {
-  if constexpr (std::is_same_v<E, __half>) {
-    const __half2 h = __float22half2_rn(v);
-    a = h.x;
-    b = h.y;
-  } else {
-    const __nv_bfloat162 h = __float22bfloat162_rn(v);
-    a = h.x;
-    b = h.y;
-  }
-}
-
-/// out = Act{}(x, y) element-wise; 16-bit types convert two elements per instruction each way.
+/// out = Act{}(x, y) element-wise, converted a vector at a time (16-bit types two elements per instruction).
 template <class Act, class E, int N>
 __device__ __forceinline__ void act_mul_vector(const ktune::AlignedVector<E, N>& x, const ktune::AlignedVector<E, N>& y,
                                                ktune::AlignedVector<E, N>& out) {
-  if constexpr (std::is_same_v<E, float> || N % 2 != 0) {
+  float xf[N], yf[N];
+  ktune::to_floats(xf, x);
+  ktune::to_floats(yf, y);
 #pragma unroll
-    for (int i = 0; i < N; ++i) out.v[i] = ktune::from_float<E>(Act{}(ktune::to_float(x.v[i]), ktune::to_float(y.v[i])));
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; i += 2) {
-      const float2 xf = to_float2(x.v[i], x.v[i + 1]);
-      const float2 yf = to_float2(y.v[i], y.v[i + 1]);
-      from_float2(make_float2(Act{}(xf.x, yf.x), Act{}(xf.y, yf.y)), out.v[i], out.v[i + 1]);
-    }
-  }
+  for (int i = 0; i < N; ++i) xf[i] = Act{}(xf[i], yf[i]);
+  out = ktune::from_floats<E>(xf);
 }
 
 inline bool aligned_to(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }

@@ -90,17 +90,16 @@ __global__ void __launch_bounds__(Traits<K, Cfg, E>::max_threads, Traits<K, Cfg,
     for (int k = 0; k < Vpt; ++k) {
       const int j = begin + tid + k * threads;
       if (j < end) {
+        to_floats(x[k], a[k]);
+        if constexpr (Residual) {
+          float y[Vec];
+          to_floats(y, r[k]);
 #pragma unroll
-        for (int e = 0; e < Vec; ++e) {
-          if constexpr (Residual) {
-            x[k][e] = to_float(a[k].v[e]) + to_float(r[k].v[e]);
-            sum += x[k][e] * x[k][e];
-            r[k].v[e] = from_float<E>(x[k][e]);
-          } else {
-            x[k][e] = to_float(a[k].v[e]);
-            sum += x[k][e] * x[k][e];
-          }
+          for (int e = 0; e < Vec; ++e) x[k][e] += y[e];
+          r[k] = from_floats<E>(x[k]);
         }
+#pragma unroll
+        for (int e = 0; e < Vec; ++e) sum += x[k][e] * x[k][e];
         if constexpr (Residual && !Late)
           detail::store_vector<E, Vec>(res_row + static_cast<std::ptrdiff_t>(j) * Vec, r[k]);
       }
@@ -114,11 +113,11 @@ __global__ void __launch_bounds__(Traits<K, Cfg, E>::max_threads, Traits<K, Cfg,
       if (j < end) {
         if constexpr (Residual && Late)
           detail::store_vector<E, Vec>(res_row + static_cast<std::ptrdiff_t>(j) * Vec, r[k]);
-        Vector o;
+        float wf[Vec];
+        to_floats(wf, w[k]);
 #pragma unroll
-        for (int e = 0; e < Vec; ++e)
-          o.v[e] = from_float<E>(x[k][e] * inv_rms * detail::weight_factor<K>(to_float(w[k].v[e])));
-        detail::store_vector<E, Vec>(result_at(j), o);
+        for (int e = 0; e < Vec; ++e) wf[e] = x[k][e] * inv_rms * detail::weight_factor<K>(wf[e]);
+        detail::store_vector<E, Vec>(result_at(j), from_floats<E>(wf));
       }
     }
   } else if constexpr (T::stage == Space::smem) {

@@ -36,6 +36,9 @@
 
 namespace {
 
+using ktune::test::DeviceBuffer;
+using ktune::test::Stream;
+
 namespace op = ktune::ops::merge_attn_states_lse;
 using ktune::DType;
 
@@ -70,28 +73,6 @@ const std::vector<Case>& cases() {
   };
   return c;
 }
-
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  std::size_t n = 0;
-  explicit DeviceBuffer(std::size_t count) : n(count) {
-    if (cudaMalloc(&ptr, count * sizeof(T)) != cudaSuccess) ptr = nullptr;
-  }
-  ~DeviceBuffer() {
-    if (ptr) cudaFree(ptr);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); }
-  ~Stream() {
-    if (s) cudaStreamDestroy(s);
-  }
-};
 
 constexpr std::int64_t tail_slack = 16;  // poisoned elements past the last row: catches overruns
 

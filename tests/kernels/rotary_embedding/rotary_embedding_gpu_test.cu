@@ -40,6 +40,9 @@
 
 namespace {
 
+using ktune::test::DeviceBuffer;
+using ktune::test::Stream;
+
 namespace op = ktune::ops::rotary_embedding;
 using ktune::DType;
 
@@ -80,28 +83,6 @@ const std::vector<Case>& cases() {
   };
   return c;
 }
-
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  std::size_t n = 0;
-  explicit DeviceBuffer(std::size_t count) : n(count) {
-    if (cudaMalloc(&ptr, std::max<std::size_t>(count, 1) * sizeof(T)) != cudaSuccess) ptr = nullptr;
-  }
-  ~DeviceBuffer() {
-    if (ptr) cudaFree(ptr);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); }
-  ~Stream() {
-    if (s) cudaStreamDestroy(s);
-  }
-};
 
 constexpr std::int64_t tail_slack = 16;  // poisoned elements past the last row: catches overruns
 

@@ -101,27 +101,6 @@ const Case& find_case(const char* name) {
   throw std::logic_error("no such case");
 }
 
-template <class T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  explicit DeviceBuffer(std::size_t count) {
-    if (cudaMalloc(&ptr, count * sizeof(T)) != cudaSuccess) ptr = nullptr;
-  }
-  ~DeviceBuffer() {
-    if (ptr) cudaFree(ptr);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); }
-  ~Stream() {
-    if (s) cudaStreamDestroy(s);
-  }
-};
-
 constexpr std::int64_t tail_slack = 64;  // poisoned elements past the last row: catches overruns
 
 template <class E>

@@ -141,13 +141,13 @@ struct OutputRows::Problem {
                   dtype_v<E>, ref.data());
   }
 
-  bool allocated() const { return d_in.p && d_w.p && (c.layout != Layout::separate || d_out.p); }
+  bool allocated() const { return d_in.ptr && d_w.ptr && (c.layout != Layout::separate || d_out.ptr); }
 
   /// Where the output rows start, in elements past their buffer's start.
   std::int64_t output_offset() const { return c.offset + (c.layout == Layout::interleaved ? c.h : 0); }
-  E* output() const { return (c.layout == Layout::separate ? d_out.p : d_in.p) + output_offset(); }
+  E* output() const { return (c.layout == Layout::separate ? d_out.ptr : d_in.ptr) + output_offset(); }
   typename Op::template Args<E> args() const {
-    return {output(), d_in.p + c.offset, d_w.p + c.offset, c.tokens, c.h, c.out_stride, c.in_stride, Op::default_eps};
+    return {output(), d_in.ptr + c.offset, d_w.ptr + c.offset, c.tokens, c.h, c.out_stride, c.in_stride, Op::default_eps};
   }
 
   /// Whether every tensor's start, h and the strides are whole vectors of `vec` elements.
@@ -168,9 +168,9 @@ struct OutputRows::Problem {
 
   /// Puts the inputs and the poisoned output back.
   Status restore() const {
-    KTUNE_CUDA_TRY(cudaMemcpy(d_in.p, in0.data(), in0.size() * sizeof(E), cudaMemcpyHostToDevice));
-    KTUNE_CUDA_TRY(cudaMemcpy(d_w.p, w0.data(), w0.size() * sizeof(E), cudaMemcpyHostToDevice));
-    if (out_len) KTUNE_CUDA_TRY(cudaMemcpy(d_out.p, out0.data(), out0.size() * sizeof(E), cudaMemcpyHostToDevice));
+    KTUNE_CUDA_TRY(cudaMemcpy(d_in.ptr, in0.data(), in0.size() * sizeof(E), cudaMemcpyHostToDevice));
+    KTUNE_CUDA_TRY(cudaMemcpy(d_w.ptr, w0.data(), w0.size() * sizeof(E), cudaMemcpyHostToDevice));
+    if (out_len) KTUNE_CUDA_TRY(cudaMemcpy(d_out.ptr, out0.data(), out0.size() * sizeof(E), cudaMemcpyHostToDevice));
     return Status::success();
   }
 
@@ -181,9 +181,9 @@ struct OutputRows::Problem {
     r.in.resize(in0.size());
     r.out.resize(out0.size());
     r.w.resize(w0.size());
-    KTUNE_CUDA_TRY(cudaMemcpy(r.in.data(), d_in.p, r.in.size() * sizeof(E), cudaMemcpyDeviceToHost));
-    KTUNE_CUDA_TRY(cudaMemcpy(r.w.data(), d_w.p, r.w.size() * sizeof(E), cudaMemcpyDeviceToHost));
-    if (out_len) KTUNE_CUDA_TRY(cudaMemcpy(r.out.data(), d_out.p, r.out.size() * sizeof(E), cudaMemcpyDeviceToHost));
+    KTUNE_CUDA_TRY(cudaMemcpy(r.in.data(), d_in.ptr, r.in.size() * sizeof(E), cudaMemcpyDeviceToHost));
+    KTUNE_CUDA_TRY(cudaMemcpy(r.w.data(), d_w.ptr, r.w.size() * sizeof(E), cudaMemcpyDeviceToHost));
+    if (out_len) KTUNE_CUDA_TRY(cudaMemcpy(r.out.data(), d_out.ptr, r.out.size() * sizeof(E), cudaMemcpyDeviceToHost));
     return Status::success();
   }
 

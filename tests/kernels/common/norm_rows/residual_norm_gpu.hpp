@@ -145,10 +145,10 @@ struct ResidualRows::Problem {
                   c.res_stride, Op::default_eps, dtype_v<E>, ref_in.data(), ref_res.data());
   }
 
-  bool allocated() const { return d_in.p && d_res.p && d_w.p; }
+  bool allocated() const { return d_in.ptr && d_res.ptr && d_w.ptr; }
 
   typename Op::template Args<E> args() const {
-    return {d_in.p + c.offset, d_res.p + c.offset, d_w.p + c.offset, c.tokens, c.h, c.in_stride, c.res_stride,
+    return {d_in.ptr + c.offset, d_res.ptr + c.offset, d_w.ptr + c.offset, c.tokens, c.h, c.in_stride, c.res_stride,
             Op::default_eps};
   }
 
@@ -169,9 +169,9 @@ struct ResidualRows::Problem {
 
   /// Puts the inputs (and poisoned padding) back: every run updates them in place.
   Status restore() const {
-    KTUNE_CUDA_TRY(cudaMemcpy(d_in.p, in0.data(), in0.size() * sizeof(E), cudaMemcpyHostToDevice));
-    KTUNE_CUDA_TRY(cudaMemcpy(d_res.p, res0.data(), res0.size() * sizeof(E), cudaMemcpyHostToDevice));
-    KTUNE_CUDA_TRY(cudaMemcpy(d_w.p, w0.data(), w0.size() * sizeof(E), cudaMemcpyHostToDevice));
+    KTUNE_CUDA_TRY(cudaMemcpy(d_in.ptr, in0.data(), in0.size() * sizeof(E), cudaMemcpyHostToDevice));
+    KTUNE_CUDA_TRY(cudaMemcpy(d_res.ptr, res0.data(), res0.size() * sizeof(E), cudaMemcpyHostToDevice));
+    KTUNE_CUDA_TRY(cudaMemcpy(d_w.ptr, w0.data(), w0.size() * sizeof(E), cudaMemcpyHostToDevice));
     return Status::success();
   }
 
@@ -182,9 +182,9 @@ struct ResidualRows::Problem {
     r.in.resize(in0.size());
     r.res.resize(res0.size());
     r.w.resize(w0.size());
-    KTUNE_CUDA_TRY(cudaMemcpy(r.in.data(), d_in.p, r.in.size() * sizeof(E), cudaMemcpyDeviceToHost));
-    KTUNE_CUDA_TRY(cudaMemcpy(r.res.data(), d_res.p, r.res.size() * sizeof(E), cudaMemcpyDeviceToHost));
-    KTUNE_CUDA_TRY(cudaMemcpy(r.w.data(), d_w.p, r.w.size() * sizeof(E), cudaMemcpyDeviceToHost));
+    KTUNE_CUDA_TRY(cudaMemcpy(r.in.data(), d_in.ptr, r.in.size() * sizeof(E), cudaMemcpyDeviceToHost));
+    KTUNE_CUDA_TRY(cudaMemcpy(r.res.data(), d_res.ptr, r.res.size() * sizeof(E), cudaMemcpyDeviceToHost));
+    KTUNE_CUDA_TRY(cudaMemcpy(r.w.data(), d_w.ptr, r.w.size() * sizeof(E), cudaMemcpyDeviceToHost));
     return Status::success();
   }
 

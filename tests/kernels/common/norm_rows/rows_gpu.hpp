@@ -52,28 +52,9 @@ constexpr int kNanRow = 1, kNanCol = 5;  // the NaN of Values::nan_row
 inline constexpr const char* fallback_id = "vb_0.vpt_1.stage_2.cs_1.pdl_0";
 
 template <class E>
-struct DeviceBuffer {
-  E* p = nullptr;
-  explicit DeviceBuffer(std::size_t count) {
-    if (count && cudaMalloc(&p, count * sizeof(E)) != cudaSuccess) p = nullptr;
-  }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
-
-template <class E>
 E poison() {
   return from_bits<E>(poison_bits<E>());
 }
-
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { (void)cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); }
-  ~Stream() {
-    if (s) cudaStreamDestroy(s);
-  }
-};
 
 template <class E>
 bool bitwise_equal(const std::vector<E>& x, const std::vector<E>& y) {
