@@ -48,7 +48,6 @@ inline TimingOptions to_options(const TimingSettings& t) {
   o.stable_rel = t.stable_rel;
   o.max_seconds = t.max_seconds;
   o.graph = t.graph;
-  o.graph_below_us = t.graph_below_us;
   o.graph_sample_us = t.graph_sample_us;
   o.max_batch = t.max_batch;
   return o;

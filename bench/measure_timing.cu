@@ -3,6 +3,8 @@
 // (warm-up, batch, graph) prepared once and sampled in every round; the judge checks every timing after it.
 #include "measure_detail.cuh"
 
+#include <utility>
+
 #include "plan.hpp"
 #include "retest.hpp"
 
@@ -22,15 +24,17 @@ Status GpuMeasurer::State::prepare_timer(Prepared& p, const TimingSettings& t, b
     KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
     one_us = probe == 0 ? ms * 1e3 : std::min(one_us, ms * 1e3);
   }
+  // As time_kernel (ktune/timing.cuh): the events are the graph's first and last nodes. The graph is
+  // kept for every round; its event nodes name this state's two events, which each round reads right
+  // after its replay.
   if (t.graph && graph) {
-    p.batch = static_cast<int>(std::clamp(t.graph_sample_us / std::max(one_us, 1.0), 2.0, static_cast<double>(t.max_batch)));
-    KTUNE_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    Status captured = Status::success();
-    for (int i = 0; i < p.batch && captured.ok(); ++i) captured = launch(p);
-    const cudaError_t end = cudaStreamEndCapture(stream, &p.graph);
-    KTUNE_TRY(captured);
-    KTUNE_CUDA_TRY(end);
-    KTUNE_CUDA_TRY(cudaGraphInstantiate(&p.exec, p.graph, 0));
+    const int batch = ktune::detail::graph_batch(t.graph_sample_us, one_us, t.max_batch);
+    ktune::detail::GraphGuard g;
+    if (ktune::detail::capture_timed_batch(stream, batch, ev_start, ev_stop, [&] { return launch(p); }, g)) {
+      p.batch = batch;
+      p.graph = std::exchange(g.graph, nullptr);
+      p.exec = std::exchange(g.exec, nullptr);
+    }  // else launch by launch, as time_kernel falls back
   }
   return Status::success();
 }
@@ -38,20 +42,21 @@ Status GpuMeasurer::State::prepare_timer(Prepared& p, const TimingSettings& t, b
 Status GpuMeasurer::State::sample_prepared(Prepared& p, int samples, Timed& out) {
   auto once = [&]() -> Status {
     if (p.exec) {
-      KTUNE_CUDA_TRY(cudaGraphLaunch(p.exec, stream));
+      // A replay repeats its launches' sets: evict them first, as time_kernel does.
+      if (rotations > 1) KTUNE_TRY(flush_l2(stream));
+      KTUNE_CUDA_TRY(cudaGraphLaunch(p.exec, stream));  // records ev_start and ev_stop itself
       return Status::success();
     }
-    return launch(p);
+    KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
+    KTUNE_TRY(launch(p));
+    KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
+    return Status::success();
   };
   KTUNE_TRY(once());
   std::vector<double> us;
   for (int i = 0; i < std::max(1, samples); ++i) {
-    // A replay repeats its launches' sets: evict them first, as time_kernel does (ktune/timing.cuh).
-    if (p.exec && rotations > 1) KTUNE_TRY(flush_l2(stream));
-    KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
     KTUNE_TRY(once());
-    KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
-    KTUNE_CUDA_TRY(cudaEventSynchronize(ev_stop));
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
     float ms = 0;
     KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
     us.push_back(ms * 1e3 / p.batch);

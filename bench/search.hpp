@@ -35,7 +35,6 @@ struct TimingSettings {
   double stable_rel = 0.005;
   double max_seconds = 2.0;
   bool graph = true;
-  double graph_below_us = 20.0;
   double graph_sample_us = 500.0;
   int max_batch = 256;
 };

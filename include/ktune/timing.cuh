@@ -3,14 +3,17 @@
 // - CUDA events around the timed region; warm-up first; samples until the median is stable.
 // - Cold L2 by rotation: the caller lays out `rotations` independent input/output sets whose total is
 //   more than twice the L2 (rotations_for_cold_l2), and each launch uses the next set.
-// - Graph replay for short kernels: when the fastest of three single launches takes less than
-//   `graph_below_us`, a CUDA graph of
-//   `batch` launches is captured and each sample is one replay divided by `batch`, so the CPU's
-//   launch gaps do not count as kernel time. A replay repeats the same launches on the same sets, so
-//   with a cold-L2 rotation (rotations > 1) every replay is preceded, outside the timed region, by a
-//   read of twice the L2 (flush_l2): else the sets of one replay, batch x set bytes, stay in L2 for the
-//   next whenever they fit, and a short kernel's time depends on how many launches its probe gave the
-//   batch (seen on an H200: two variants 15% apart in one tune and 12% apart the other way in the next).
+// - Graph replay: a CUDA graph of `batch` launches (about `graph_sample_us` of work, at least 2) whose
+//   first and last nodes record the two events, so a sample is the GPU's time from the first launch to
+//   the end of the last, divided by `batch`: no host launch latency, whatever the kernel's length. Every
+//   kernel is timed this way (a call that cannot be captured launch by launch, its latency included):
+//   with plain launches above a threshold, two variants of one shape on either side of it differed by the
+//   launch latency, and which of them won depended on which side its probe fell (seen on an H100: 16 us
+//   against 22 us, in one order in one tune and the other in the next).
+// - A replay repeats the same launches on the same sets, so with a cold-L2 rotation (rotations > 1)
+//   every replay is preceded, outside the timed region, by a read of twice the L2 (flush_l2): else the
+//   sets of one replay, batch x set bytes, stay in L2 for the next whenever they fit, and a short kernel's
+//   time depends on the batch its probe gave it.
 // - The copy ceiling (DESIGN.md contract 8): the best of cudaMemcpyAsync device-to-device and a
 //   16-bytes-per-thread copy kernel over at least 1 GiB, bytes read plus written, median of >= 10.
 #pragma once
@@ -36,8 +39,7 @@ struct TimingOptions {
   int max_samples = 200;
   double stable_rel = 0.005;      ///< stop when one more round moves the median less than this
   double max_seconds = 2.0;       ///< wall budget of GPU time for the samples
-  bool graph = true;              ///< allow graph replay for short kernels
-  double graph_below_us = 20.0;   ///< single-launch time under which graph replay is used
+  bool graph = true;              ///< graph replay with the events inside the graph (else launch by launch)
   double graph_sample_us = 500.0; ///< aim for a replay of about this long
   int max_batch = 256;
 };
@@ -158,6 +160,33 @@ inline Status flush_l2(cudaStream_t stream) {
   return Status::success();
 }
 
+namespace detail {
+/// Launches per replay: about `sample_us` of work for a call that took `one_us` alone, 2 to max_batch.
+inline int graph_batch(double sample_us, double one_us, int max_batch) {
+  return static_cast<int>(std::clamp(sample_us / std::max(one_us, 1.0), 2.0, static_cast<double>(std::max(2, max_batch))));
+}
+
+/// Captures `start`, `batch` calls of enqueue() and `stop` on `stream` into g and instantiates it: a
+/// replay's elapsed time between the two events is the GPU's time for the batch alone. False, with the
+/// stream out of capture and no error left set, when the calls cannot be captured.
+template <class Enqueue>
+bool capture_timed_batch(cudaStream_t stream, int batch, cudaEvent_t start, cudaEvent_t stop, Enqueue&& enqueue,
+                         GraphGuard& g) {
+  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  bool ok = cudaEventRecordWithFlags(start, stream, cudaEventRecordExternal) == cudaSuccess;
+  for (int i = 0; i < batch && ok; ++i) ok = enqueue().ok();
+  ok = ok && cudaEventRecordWithFlags(stop, stream, cudaEventRecordExternal) == cudaSuccess;
+  const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);  // always: the stream leaves capture
+  ok = ok && end == cudaSuccess && cudaGraphInstantiate(&g.exec, g.graph, 0) == cudaSuccess &&
+       cudaGraphUpload(g.exec, stream) == cudaSuccess;
+  (void)cudaGetLastError();
+  return ok;
+}
+}  // namespace detail
+
 /// Times `launch(rotation)` (a callable returning Status that enqueues one call on `stream` using
 /// input/output set `rotation % rotations`). Graph replay captures `stream`, so it must be a created
 /// stream: the legacy default stream (nullptr) cannot be captured.
@@ -177,9 +206,8 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
   detail::EventPair ev;
   KTUNE_TRY(ev.create());
 
-  // The fastest of a few single launches decides between plain and graph-replayed samples: one slow
-  // launch (seen on an H200: a 10 us kernel probed at over 20 us) would time a short kernel without
-  // graph replay, its launch overhead and all.
+  // The fastest of a few single launches sizes the batch (one slow launch, seen on an H200 at twice a
+  // 10 us kernel's time, would make it too small).
   double one_us = 0;
   for (int probe = 0; probe < 3; ++probe) {
     KTUNE_CUDA_TRY(cudaEventRecord(ev.start, stream));
@@ -193,32 +221,27 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
 
   detail::GraphGuard g;
   int batch = 1;
-  if (opt.graph && one_us < opt.graph_below_us) {
-    batch = static_cast<int>(std::clamp(opt.graph_sample_us / std::max(one_us, 1.0), 2.0,
-                                        static_cast<double>(opt.max_batch)));
-    KTUNE_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    Status captured = Status::success();
-    for (int i = 0; i < batch && captured.ok(); ++i) captured = enqueue();
-    const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);
-    KTUNE_TRY(captured);
-    KTUNE_CUDA_TRY(end);
-    KTUNE_CUDA_TRY(cudaGraphInstantiate(&g.exec, g.graph, 0));
-    KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));  // warm the graph itself
-    KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-    out.graph = true;
+  if (opt.graph) {
+    const int b = detail::graph_batch(opt.graph_sample_us, one_us, opt.max_batch);
+    if (detail::capture_timed_batch(stream, b, ev.start, ev.stop, enqueue, g)) {
+      KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));  // warm the graph itself
+      KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+      out.graph = true;
+      batch = b;
+    }
   }
   out.batch = batch;
 
   auto sample = [&](double& us) -> Status {
-    if (out.graph && rotations > 1) KTUNE_TRY(flush_l2(stream));
-    KTUNE_CUDA_TRY(cudaEventRecord(ev.start, stream));
     if (out.graph) {
-      KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));
+      if (rotations > 1) KTUNE_TRY(flush_l2(stream));
+      KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));  // records ev.start and ev.stop itself
     } else {
+      KTUNE_CUDA_TRY(cudaEventRecord(ev.start, stream));
       KTUNE_TRY(enqueue());
+      KTUNE_CUDA_TRY(cudaEventRecord(ev.stop, stream));
     }
-    KTUNE_CUDA_TRY(cudaEventRecord(ev.stop, stream));
-    KTUNE_CUDA_TRY(cudaEventSynchronize(ev.stop));
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
     float ms = 0;
     KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev.start, ev.stop));
     us = ms * 1e3 / batch;
