@@ -5,7 +5,8 @@
 // about a gigabyte per variant, most of a sweep's host time. Here the reference is uploaded once per
 // shape and each variant's output is compared where it lies, with the same rule element by element:
 // poison = unwritten; NaN must match NaN; ±inf must match exactly; else |out − ref| ≤ atol + rtol·|ref|
-// (rounded like the host's: no fused multiply-add), and rel_l2 = ‖out − ref‖ / ‖ref‖ over finite pairs.
+// (rounded like the host's: no fused multiply-add), and rel_l2 = ‖out − ref‖ / max(‖ref‖, atol √n) over finite
+// pairs (ktune::relative_l2).
 // Counts, max_abs and the first bad index are exact; rel_l2 sums in another order than the host's loop
 // (a difference in the last bits).
 #pragma once
@@ -149,7 +150,7 @@ Status device_compare(const T* out, const double* ref, std::size_t n, Tolerance 
     c.first_bad_value = is_poison(value) ? 0.0 : static_cast<double>(to_float(value));  // as the host reports it
     c.first_bad_ref = r;
   }
-  c.rel_l2 = acc.ref2 > 0 ? std::sqrt(acc.err2 / acc.ref2) : std::sqrt(acc.err2);
+  c.rel_l2 = relative_l2(acc.err2, acc.ref2, n, tol.atol);
   c.passed = c.mismatched == 0 && c.rel_l2 <= tol.rel_l2;
   return Status::success();
 }

@@ -41,6 +41,28 @@ TEST(Verify, RelativeL2AndMaxAbsByHand) {
   EXPECT_EQ(elementwise.first_bad, 2u);
 }
 
+// An output within atol of zero everywhere: its relative L2 error is taken against atol·√n, not against a
+// norm of 1e-9 (one element of gelu_tanh's saturated tail at d = 1 failed with rel_l2 = 1 before).
+TEST(Verify, RelativeL2OfAnOutputNearZeroIsAgainstTheAbsoluteTolerance) {
+  const ktune::Tolerance tol{1e-3, 5e-3, 1e-3};
+  const std::vector<double> ref = {-1e-9};
+  const std::vector<float> zero = {0.f};
+  const auto c = ktune::compare(zero.data(), ref.data(), 1, tol);
+  EXPECT_TRUE(c.passed) << c.summary();
+  EXPECT_NEAR(c.rel_l2, 1e-9 / 5e-3, 1e-12);
+  // Still a real bound: every element off by half of atol around a zero reference fails it.
+  const std::vector<double> zeros(64, 0.0);
+  const std::vector<float> off(64, 2.5e-3f);
+  const auto d = ktune::compare(off.data(), zeros.data(), 64, tol);
+  EXPECT_FALSE(d.passed) << d.summary();
+  EXPECT_EQ(d.mismatched, 0u) << "each element is within atol: the relative L2 error alone rejects it";
+  EXPECT_NEAR(d.rel_l2, 0.5, 1e-6);
+  // A reference well above atol·√n keeps the plain ratio.
+  EXPECT_DOUBLE_EQ(ktune::relative_l2(0.25, 25.0, 4, 5e-3), 0.1);
+  EXPECT_DOUBLE_EQ(ktune::squared_error(ktune::relative_l2(0.25, 25.0, 4, 5e-3), 25.0, 4, 5e-3), 0.25);
+  EXPECT_DOUBLE_EQ(ktune::squared_error(ktune::relative_l2(1e-6, 0.0, 4, 5e-3), 0.0, 4, 5e-3), 1e-6);
+}
+
 TEST(Verify, RtolScalesWithTheReference) {
   const std::vector<double> ref = {1000.0};
   const std::vector<float> out = {1001.0f};
