@@ -15,15 +15,7 @@ Status GpuMeasurer::State::prepare_timer(Prepared& p, const TimingSettings& t, b
   KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
   KTUNE_TRY(ensure_events());
   double one_us = 0;
-  for (int probe = 0; probe < 3; ++probe) {
-    KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
-    KTUNE_TRY(launch(p));
-    KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
-    KTUNE_CUDA_TRY(cudaEventSynchronize(ev_stop));
-    float ms = 0;
-    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
-    one_us = probe == 0 ? ms * 1e3 : std::min(one_us, ms * 1e3);
-  }
+  KTUNE_TRY(ktune::detail::fastest_single_call(stream, ev_start, ev_stop, [&] { return launch(p); }, one_us));
   // As time_kernel (ktune/timing.cuh): the events are the graph's first and last nodes. The graph is
   // kept for every round; its event nodes name this state's two events, which each round reads right
   // after its replay.

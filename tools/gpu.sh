@@ -93,7 +93,12 @@ link = []
 for p in m["link_inputs"]:
     name = os.path.basename(p)
     if name.startswith("libbenchmark"):
-        link.append("../lib/libbenchmark.so.1debian")  # staged by ldd beside the binaries
+        # The candidates link it as ktune_bench does: one copy in the stage's lib/, under the name ldd
+        # gives it there (it is already there when ktune_bench is staged too).
+        staged = os.path.join(dest, "..", "lib", "libbenchmark.so.1debian")
+        if not os.path.exists(staged):
+            shutil.copy(os.path.realpath(p), staged)
+        link.append("../lib/libbenchmark.so.1debian")
     else:
         shutil.copy(p, os.path.join(dest, "lib", name))
         link.append("lib/" + name)

@@ -166,6 +166,22 @@ inline int graph_batch(double sample_us, double one_us, int max_batch) {
   return static_cast<int>(std::clamp(sample_us / std::max(one_us, 1.0), 2.0, static_cast<double>(std::max(2, max_batch))));
 }
 
+/// The fastest of three single calls, event to event (their launch latency included), in `us`: it sizes
+/// the batch (one slow launch, seen on an H200 at twice a 10 us kernel's time, would make it too small).
+template <class Enqueue>
+Status fastest_single_call(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, Enqueue&& enqueue, double& us) {
+  for (int probe = 0; probe < 3; ++probe) {
+    KTUNE_CUDA_TRY(cudaEventRecord(start, stream));
+    KTUNE_TRY(enqueue());
+    KTUNE_CUDA_TRY(cudaEventRecord(stop, stream));
+    KTUNE_CUDA_TRY(cudaEventSynchronize(stop));
+    float ms = 0;
+    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
+    us = probe == 0 ? ms * 1e3 : std::min(us, ms * 1e3);
+  }
+  return Status::success();
+}
+
 /// Captures `start`, `batch` calls of enqueue() and `stop` on `stream` into g and instantiates it: a
 /// replay's elapsed time between the two events is the GPU's time for the batch alone. False, with the
 /// stream out of capture and no error left set, when the calls cannot be captured.
@@ -206,18 +222,8 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
   detail::EventPair ev;
   KTUNE_TRY(ev.create());
 
-  // The fastest of a few single launches sizes the batch (one slow launch, seen on an H200 at twice a
-  // 10 us kernel's time, would make it too small).
   double one_us = 0;
-  for (int probe = 0; probe < 3; ++probe) {
-    KTUNE_CUDA_TRY(cudaEventRecord(ev.start, stream));
-    KTUNE_TRY(enqueue());
-    KTUNE_CUDA_TRY(cudaEventRecord(ev.stop, stream));
-    KTUNE_CUDA_TRY(cudaEventSynchronize(ev.stop));
-    float ms = 0;
-    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-    one_us = probe == 0 ? ms * 1e3 : std::min(one_us, ms * 1e3);
-  }
+  KTUNE_TRY(detail::fastest_single_call(stream, ev.start, ev.stop, enqueue, one_us));
 
   detail::GraphGuard g;
   int batch = 1;
