@@ -455,8 +455,9 @@ int cmd_compare(const std::vector<std::string>& args) {
       ->expected(2)
       ->type_name("BEFORE NOW");
   app.add_flag("--attach", attach,
-               "write the comparison into NOW's results files (section \"stability\"; NOW must be a directory), then "
-               "run `ktune tables` and `ktune report` for the reports' run-to-run section");
+               "write the comparison into NOW's results files (section \"stability\"; NOW must be a directory); the "
+               "reports' run-to-run section and the tables' headers follow once `ktune tables` and `ktune report` run "
+               "after it, as `tools/tune.sh finish` does");
   if (auto done = cli::parse(app, args)) return *done;
   if (paths.size() != 2) throw usage_error("ktune compare needs BEFORE and NOW");
   if (attach && !is_directory(paths[1])) throw usage_error("--attach needs NOW to be a results directory");
