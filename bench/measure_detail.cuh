@@ -233,6 +233,9 @@ struct GpuMeasurer::State {
   /// start-up of its nodes: about 12 us seen on an H200 for a 3.7 us call), or launched plainly between
   /// two events (a call that cannot be captured). The larger of the two, each the fastest of five.
   Status launch_floor(double& us);
+  /// One launch of an empty kernel, the larger of a plain launch and a one-launch graph (events inside),
+  /// each the fastest of five: what launch_floor keeps from the first call.
+  Status measure_launch_floor(double& us);
 
   /// The judge's check of timed calls (docs/judge.md, "the timed calls do the work"): two rotation sets
   /// get their inputs checked and their write-only outputs overwritten with fresh random numbers (not
