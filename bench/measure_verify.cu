@@ -24,40 +24,38 @@ Status GpuMeasurer::State::launch_floor(double& us) {
 }
 
 Status GpuMeasurer::State::measure_launch_floor(double& us) {
-  {
-    KTUNE_TRY(ensure_events());
-    double plain = -1, graphed = -1;
-    for (int i = 0; i < 5; ++i) {
-      KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
-      ktune::detail::empty_kernel<><<<1, 32, 0, stream>>>();
-      KTUNE_CUDA_TRY(cudaGetLastError());
-      KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
-      KTUNE_CUDA_TRY(cudaEventSynchronize(ev_stop));
-      float ms = 0;
-      KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
-      plain = i == 0 ? ms * 1e3 : std::min(plain, ms * 1e3);
+  KTUNE_TRY(ensure_events());
+  double plain = -1, graphed = -1;
+  for (int i = 0; i < 5; ++i) {
+    KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
+    ktune::detail::empty_kernel<><<<1, 32, 0, stream>>>();
+    KTUNE_CUDA_TRY(cudaGetLastError());
+    KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
+    KTUNE_CUDA_TRY(cudaEventSynchronize(ev_stop));
+    float ms = 0;
+    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
+    plain = i == 0 ? ms * 1e3 : std::min(plain, ms * 1e3);
 
-      ktune::detail::GraphGuard g;
-      KTUNE_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-      cudaError_t e = cudaEventRecordWithFlags(ev_start, stream, cudaEventRecordExternal);
-      if (e == cudaSuccess) {
-        ktune::detail::empty_kernel<><<<1, 32, 0, stream>>>();
-        e = cudaGetLastError();
-      }
-      if (e == cudaSuccess) e = cudaEventRecordWithFlags(ev_stop, stream, cudaEventRecordExternal);
-      const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);  // always: the stream leaves capture
-      KTUNE_CUDA_TRY(e);
-      KTUNE_CUDA_TRY(end);
-      KTUNE_CUDA_TRY(cudaGraphInstantiate(&g.exec, g.graph, 0));
-      KTUNE_CUDA_TRY(cudaGraphUpload(g.exec, stream));
-      KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-      KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));
-      KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-      KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
-      graphed = i == 0 ? ms * 1e3 : std::min(graphed, ms * 1e3);
+    ktune::detail::GraphGuard g;
+    KTUNE_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    cudaError_t e = cudaEventRecordWithFlags(ev_start, stream, cudaEventRecordExternal);
+    if (e == cudaSuccess) {
+      ktune::detail::empty_kernel<><<<1, 32, 0, stream>>>();
+      e = cudaGetLastError();
     }
-    us = std::max(plain, graphed);
+    if (e == cudaSuccess) e = cudaEventRecordWithFlags(ev_stop, stream, cudaEventRecordExternal);
+    const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);  // always: the stream leaves capture
+    KTUNE_CUDA_TRY(e);
+    KTUNE_CUDA_TRY(end);
+    KTUNE_CUDA_TRY(cudaGraphInstantiate(&g.exec, g.graph, 0));
+    KTUNE_CUDA_TRY(cudaGraphUpload(g.exec, stream));
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+    KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
+    graphed = i == 0 ? ms * 1e3 : std::min(graphed, ms * 1e3);
   }
+  us = std::max(plain, graphed);
   return Status::success();
 }
 
