@@ -182,9 +182,9 @@ Status fastest_single_call(cudaStream_t stream, cudaEvent_t start, cudaEvent_t s
   return Status::success();
 }
 
-/// Captures `start`, `batch` calls of enqueue() and `stop` on `stream` into g and instantiates it: a
-/// replay's elapsed time between the two events is the GPU's time for the batch alone. False, with the
-/// stream out of capture and no error left set, when the calls cannot be captured.
+/// Captures `start`, `batch` calls of enqueue() and `stop` on `stream` into g, instantiates and uploads
+/// it: a replay's elapsed time between the two events is the GPU's time for the batch alone. False, with
+/// the stream out of capture, no error left set and no g.exec, when the calls cannot be captured.
 template <class Enqueue>
 bool capture_timed_batch(cudaStream_t stream, int batch, cudaEvent_t start, cudaEvent_t stop, Enqueue&& enqueue,
                          GraphGuard& g) {
@@ -198,6 +198,10 @@ bool capture_timed_batch(cudaStream_t stream, int batch, cudaEvent_t start, cuda
   const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);  // always: the stream leaves capture
   ok = ok && end == cudaSuccess && cudaGraphInstantiate(&g.exec, g.graph, 0) == cudaSuccess &&
        cudaGraphUpload(g.exec, stream) == cudaSuccess;
+  if (!ok && g.exec) {  // instantiated but not uploaded: no half-made graph for the caller to launch
+    cudaGraphExecDestroy(g.exec);
+    g.exec = nullptr;
+  }
   (void)cudaGetLastError();
   return ok;
 }
