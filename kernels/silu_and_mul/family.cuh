@@ -5,8 +5,8 @@
 //   out [tokens, d]    E, row stride out_stride
 //   out[t, i] = silu(x[t, i]) * y[t, i], silu(x) = x / (1 + exp(-x)); fp32 arithmetic, one rounding.
 //
-// Variants differ only in the vector width of their conversions and may not round identically to S
-// (which uses IEEE division); all stay within the spec's tolerance.
+// Variants may not round identically to S (whose division is fast math's approximate one, as sgl-kernel
+// builds it); all stay within the spec's tolerance.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,5 +1,5 @@
-// kernels/common/act_and_mul/original.cuh: the original kernel S of gelu_and_mul and gelu_tanh_and_mul, as
-// SGLang runs them on sm_90, and its launcher. Each op's original.cuh supplies the activation.
+// kernels/common/act_and_mul/original.cuh: the original kernel S of silu_and_mul, gelu_and_mul and
+// gelu_tanh_and_mul, as SGLang runs them on sm_90, and its launcher. Each op's original.cuh supplies the activation.
 //
 // Upstream: sgl-kernel's csrc/elementwise/activation.cu (sglang b87b16742dd3) launches FlashInfer's
 // include/flashinfer/activation.cuh act_and_mul_kernel<c_type, Activation> (FlashInfer bc29697ba20b, the

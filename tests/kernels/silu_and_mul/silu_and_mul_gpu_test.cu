@@ -13,8 +13,8 @@ namespace {
 
 struct SiluAndMul {
   KTUNE_ACT_AND_MUL_CUDA_NAMES(silu_and_mul)
-  /// The variants' __fdividef may round differently from S's IEEE division (kernels/silu_and_mul/family.cuh):
-  /// they are checked against the float64 reference only.
+  /// The variants' __fdividef keeps denormals where S's div.approx.ftz (fast math's, as sgl-kernel builds it)
+  /// flushes them: they are checked against the float64 reference only.
   static constexpr bool bitwise_like_original = false;
 };
 
