@@ -191,6 +191,12 @@ TEST(ToolReport, SummaryOfLargeShapesAgainstCopyCeilingAndSameSizeCopy) {
   EXPECT_NE(md.find(" | 5.80% | 84.6% | 2.64x | 1.20x | `tpb_256.vb_16.pdl_1` | 2 |"), std::string::npos) << md;
   const std::string html = index_html("nvidia-h200", {&r});
   EXPECT_NE(html.find("<td>5.80%</td><td>84.6%</td><td>2.64x</td><td>1.20x</td>"), std::string::npos) << html;
+  // The comparisons with upstream's kernels beside the results are linked, and only where there are some.
+  EXPECT_EQ(md.find("upstream/"), std::string::npos);
+  EXPECT_NE(index_markdown("nvidia-h200", {&r}, {"upstream/flashinfer.md"}).find(" [upstream/flashinfer.md](upstream/flashinfer.md)."),
+            std::string::npos);
+  EXPECT_NE(index_html("nvidia-h200", {&r}, {"upstream/flashinfer.md"}).find("<a href=\"upstream/flashinfer.md\">"),
+            std::string::npos);
 
   // Without copies and an empty kernel the new columns are blank, the ceiling column stays.
   drop_copies(s);

@@ -278,6 +278,17 @@ int cmd_tables(const std::vector<std::string>& argv) {
 
 // ---- report ---------------------------------------------------------------------------------------
 
+/// The markdown pages in <gpu folder>/upstream/ (bench/upstream's comparisons), relative to the GPU's
+/// folder and sorted, for the index to link to.
+std::vector<std::string> upstream_pages(const std::string& gpu_dir) {
+  std::vector<std::string> pages;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(join_path(gpu_dir, "upstream"), ec))
+    if (e.is_regular_file() && e.path().extension() == ".md") pages.push_back("upstream/" + e.path().filename().string());
+  std::sort(pages.begin(), pages.end());
+  return pages;
+}
+
 int cmd_report(const std::vector<std::string>& argv) {
   CLI::App app{"From the results files <results>/<gpu>/<op>.json writes <op>.md and a self-contained <op>.html (inline\n"
                "SVG: speedup over S, % of copy ceiling, general configuration vs per-shape best, chosen θ per shape;\n"
@@ -306,8 +317,9 @@ int cmd_report(const std::vector<std::string>& argv) {
       outputs.emplace_back(join_path(dir, r->selection.op + ".md"), op_markdown(*r));
       outputs.emplace_back(join_path(dir, r->selection.op + ".html"), op_html(*r));
     }
-    outputs.emplace_back(join_path(dir, "index.md"), index_markdown(slug, list));
-    outputs.emplace_back(join_path(dir, "index.html"), index_html(slug, list));
+    const std::vector<std::string> upstream = upstream_pages(dir);
+    outputs.emplace_back(join_path(dir, "index.md"), index_markdown(slug, list, upstream));
+    outputs.emplace_back(join_path(dir, "index.html"), index_html(slug, list, upstream));
   }
   int stale = 0;
   for (const auto& [path, text] : outputs) {

@@ -46,8 +46,12 @@ DTypeSummary summarise(const Selection& s, const DTypeResult& d);
 
 std::string op_markdown(const LoadedResults& r);
 std::string op_html(const LoadedResults& r);
-std::string index_markdown(const std::string& slug, const std::vector<const LoadedResults*>& ops);
-std::string index_html(const std::string& slug, const std::vector<const LoadedResults*>& ops);
+/// `upstream`: pages beside the results, relative to the GPU's folder (upstream/*.md, written by
+/// bench/upstream's ktune_vs_flashinfer), which the index links to.
+std::string index_markdown(const std::string& slug, const std::vector<const LoadedResults*>& ops,
+                           const std::vector<std::string>& upstream = {});
+std::string index_html(const std::string& slug, const std::vector<const LoadedResults*>& ops,
+                       const std::vector<std::string>& upstream = {});
 
 /// Text made safe for an HTML page, and for a markdown table cell ('|' escaped, newlines as spaces).
 std::string html_escape(const std::string& s);
