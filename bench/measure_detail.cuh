@@ -28,6 +28,7 @@
 #include <ktune/verify.hpp>
 
 #include "buffer_checks.cuh"
+#include "tensor_type.hpp"
 #include "device_compare.cuh"
 
 namespace ktune::bench {
@@ -54,13 +55,6 @@ inline TimingOptions to_options(const TimingSettings& t) {
 }
 
 inline Timed to_timed(const TimingResult& r) { return {r.median_us, r.min_us, r.max_us, r.samples, r.batch}; }
-
-/// Calls f(T{}) with the storage type of a tensor: fp32 tensors are float whatever the op's dtype.
-template <class F>
-decltype(auto) visit_tensor_type(const TensorInfo& t, DType dtype, F&& f) {
-  if (t.element_bytes == 4) return f(float{});
-  return visit_dtype(dtype, std::forward<F>(f));
-}
 
 inline double cpu_seconds() {
   timespec ts{};

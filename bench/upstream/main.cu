@@ -23,6 +23,7 @@
 #include <ktune/verify.hpp>
 
 #include "../device_compare.cuh"  // bench/: the gate's comparison on the device
+#include "../tensor_type.hpp"
 #include "calls.hpp"
 #include "flashinfer_launch.hpp"  // the commits
 #include "ktune/io.hpp"           // tools/ktune: sig3, fixed
@@ -194,11 +195,6 @@ std::string describe(const Status& st) {
   return s;
 }
 
-/// f(T{}) with the storage type of a tensor: 4-byte tensors are fp32 whatever the op's dtype.
-template <class F> decltype(auto) visit_storage(const TensorInfo& t, DType dtype, F&& f) {
-  return t.element_bytes == 4 ? f(float{}) : visit_dtype(dtype, std::forward<F>(f));
-}
-
 /// ref[i] = out[i] widened to double: upstream's outputs as the reference of the other two calls (an
 /// element upstream left poisoned becomes NaN, which no other call's value matches).
 template <class T> __global__ void widen_kernel(const T* __restrict__ out, double* __restrict__ ref, std::size_t n) {
@@ -293,7 +289,7 @@ class Runner {
           KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor(set, t), pristine_.p + offsets_[t], info.bytes(),
                                          cudaMemcpyDeviceToDevice, stream_));
         } else {
-          KTUNE_TRY(visit_storage(info, job.dtype, [&](auto e) {
+          KTUNE_TRY(bench::visit_tensor_type(info, job.dtype, [&](auto e) {
             using T = decltype(e);
             return fill_uniform(reinterpret_cast<T*>(tensor(set, t)), info.elements, mix64(job.seed + set + 1), -1.f,
                                 1.f, stream_);
@@ -317,7 +313,7 @@ class Runner {
         KTUNE_CUDA_TRY(
             cudaMemcpyAsync(tensor(0, t), pristine_.p + offsets_[t], info.bytes(), cudaMemcpyDeviceToDevice, stream_));
       } else {
-        KTUNE_TRY(visit_storage(info, job.dtype, [&](auto e) {
+        KTUNE_TRY(bench::visit_tensor_type(info, job.dtype, [&](auto e) {
           using T = decltype(e);
           return fill_bits(reinterpret_cast<T*>(tensor(0, t)), info.elements, poison_bits<T>(), stream_);
         }));
@@ -332,7 +328,7 @@ class Runner {
       double* ref = reinterpret_cast<double*>(reference_.p) + ref_offset;
       ref_offset += info.elements;
       Comparison cmp;
-      KTUNE_TRY(visit_storage(info, job.dtype, [&](auto e) -> Status {
+      KTUNE_TRY(bench::visit_tensor_type(info, job.dtype, [&](auto e) -> Status {
         using T = decltype(e);
         const T* out = reinterpret_cast<const T*>(tensor(0, t));
         if (c == upstream_call) {
@@ -392,10 +388,13 @@ std::string utc_now() {
   return buf;
 }
 
+/// The command as the reports print it: the output folder as DIR, so no machine's path lands in them.
 std::string command_line(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
+    std::string a = argv[i];
+    if (i > 0 && std::string(argv[i - 1]) == "--out") a = "DIR";
+    else if (a.rfind("--out=", 0) == 0) a = "--out=DIR";
     const bool quote = a.empty() || a.find_first_of(" \t'\"$") != std::string::npos;
     s += (i ? " " : "") + (quote ? "'" + a + "'" : a);
   }
