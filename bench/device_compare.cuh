@@ -150,7 +150,7 @@ Status device_compare(const T* out, const double* ref, std::size_t n, Tolerance 
     c.first_bad_value = is_poison(value) ? 0.0 : static_cast<double>(to_float(value));  // as the host reports it
     c.first_bad_ref = r;
   }
-  c.rel_l2 = relative_l2(acc.err2, acc.ref2, n, tol.atol);
+  c.rel_l2 = relative_l2(acc.err2, acc.ref2, n, tol.l2_floor());
   c.passed = c.mismatched == 0 && c.rel_l2 <= tol.rel_l2;
   return Status::success();
 }

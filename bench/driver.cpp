@@ -265,12 +265,13 @@ int run_bench(int argc, char** argv) {
       for (const std::string& w : o.warnings) std::cerr << "ktune_bench: warning: " << w << "\n";
       std::cerr << "ktune_bench: " << o.screened << " screens passed, " << o.remeasured
                 << " timed again because their spread was out of line (" << o.still_noisy
-                << " still out of line: kept as finalists); " << o.finalists << " finalists, " << o.rounds_run << " rounds, "
+                << " still out of line: kept as finalists), " << o.pruned << " left at their probe (clearly slower); " << o.finalists << " finalists, " << o.rounds_run << " rounds, "
                 << o.left_out << " left out of the later rounds\n";
       search_context = {{"search", "halving"},
                         {"screened", std::to_string(o.screened)},
                         {"remeasured", std::to_string(o.remeasured)},
                         {"still_noisy", std::to_string(o.still_noisy)},
+                        {"pruned", std::to_string(o.pruned)},
                         {"finalists", std::to_string(o.finalists)},
                         {"left_out", std::to_string(o.left_out)}};
       results = std::move(o.results);

@@ -54,7 +54,9 @@ inline TimingOptions to_options(const TimingSettings& t) {
   return o;
 }
 
-inline Timed to_timed(const TimingResult& r) { return {r.median_us, r.min_us, r.max_us, r.samples, r.batch}; }
+inline Timed to_timed(const TimingResult& r) {
+  return {r.median_us, r.min_us, r.max_us, r.samples, r.batch, r.abandoned};
+}
 
 inline double cpu_seconds() {
   timespec ts{};

@@ -56,10 +56,10 @@ Comparison compare_parallel(const T* out, const std::vector<double>& ref, const 
       c.first_bad_ref = p.first_bad_ref;
     }
     c.max_abs = std::max(c.max_abs, p.max_abs);
-    err2 += squared_error(p.rel_l2, ref2_chunks[k], std::min(compare_chunk, n - k * compare_chunk), tol.atol);
+    err2 += squared_error(p.rel_l2, ref2_chunks[k], std::min(compare_chunk, n - k * compare_chunk), tol.l2_floor());
     ref2 += ref2_chunks[k];
   }
-  c.rel_l2 = relative_l2(err2, ref2, n, tol.atol);
+  c.rel_l2 = relative_l2(err2, ref2, n, tol.l2_floor());
   c.passed = c.mismatched == 0 && c.rel_l2 <= tol.rel_l2;
   return c;
 }

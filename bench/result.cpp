@@ -32,6 +32,7 @@ std::map<std::string, double> counters(const BenchResult& r, double copy_gbps) {
   if (r.rounds > 0) c["rounds"] = r.rounds;
   if (r.remeasured > 0) c["remeasured"] = r.remeasured;
   if (r.noisy) c["noisy"] = 1;
+  if (r.pruned) c["pruned"] = 1;
   return c;
 }
 
@@ -47,7 +48,8 @@ nlohmann::json to_json(const BenchResult& r) {
                         {"occupancy", r.occupancy}, {"rel_l2", r.rel_l2},
                         {"max_abs", r.max_abs},   {"cold_l2", r.cold_l2},
                         {"seed", r.seed},         {"copy_gbps", r.copy_gbps},
-                        {"remeasured", r.remeasured}, {"noisy", r.noisy}};
+                        {"remeasured", r.remeasured}, {"noisy", r.noisy},
+                        {"pruned", r.pruned}};
 }
 
 BenchResult result_from_json(const nlohmann::json& j) {
@@ -76,6 +78,7 @@ BenchResult result_from_json(const nlohmann::json& j) {
   j.at("copy_gbps").get_to(r.copy_gbps);
   r.remeasured = j.value("remeasured", 0);  // absent in lines written before the search
   r.noisy = j.value("noisy", false);
+  r.pruned = j.value("pruned", false);  // absent in lines written before screens were pruned
   return r;
 }
 

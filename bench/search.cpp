@@ -20,6 +20,7 @@ void set_timing(BenchResult& r, const Timed& t) {
   r.samples = t.samples;
   r.batch = t.batch;
   r.spread = t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0;
+  r.pruned = t.abandoned;
 }
 
 TimingSettings full_timing() { return TimingSettings{}; }
@@ -62,12 +63,12 @@ SearchSettings search_settings(bool quick) {
 double typical_spread(const std::vector<BenchResult>& results) {
   std::vector<double> spreads;
   for (const BenchResult& r : results)
-    if (r.ok() && r.samples > 0) spreads.push_back(r.spread);
+    if (r.ok() && r.samples > 0 && !r.pruned) spreads.push_back(r.spread);
   return median(spreads);
 }
 
 bool out_of_line(const BenchResult& r, double typical, const SearchSettings& s) {
-  return r.ok() && r.samples > 0 && r.spread > s.noise_abs && r.spread > s.noise_rel * typical;
+  return r.ok() && r.samples > 0 && !r.pruned && r.spread > s.noise_abs && r.spread > s.noise_rel * typical;
 }
 
 namespace {
@@ -261,9 +262,14 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
       }
       const std::string prepare_error = any_missing ? m.begin_shape(g) : std::string();
       std::vector<std::size_t> fresh;
+      double best = std::numeric_limits<double>::infinity();  // the best median of this shape's screens so far
+      auto keep_best = [&](const BenchResult& r) {
+        if (r.ok() && r.samples > 0 && !r.pruned) best = std::min(best, r.median_us);
+      };
       for (std::size_t i = 0; i < g.items.size(); ++i) {
         const WorkItem& it = g.items[i];
         if (hits[i]) {
+          keep_best(*hits[i]);
           BenchResult r = *hits[i];
           r.cached = true;
           r.copy_same_size_us = st.copy_us;
@@ -272,7 +278,10 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           continue;
         }
         if (progress) progress->before(it.name);
-        BenchResult r = prepare_error.empty() ? m.screen(it) : error_result(it, "error: " + prepare_error);
+        const bool prunable = s.prune_ratio > 0 && std::isfinite(best) && it.id != "original" && it.id != g.incumbent;
+        const double abandon = prunable ? std::max(s.prune_min_us, s.prune_ratio * best) : 0;
+        BenchResult r = prepare_error.empty() ? m.screen(it, abandon) : error_result(it, "error: " + prepare_error);
+        keep_best(r);
         if (progress) progress->after();
         ++o.measured;
         r.copy_same_size_us = st.copy_us;
@@ -374,7 +383,8 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           const int samples = screen.spread <= s.tight_spread ? s.tight_samples : s.loose_samples;
           Timed t;
           BenchResult& r = refined[k];
-          if (!m.round(g.items[fin[k]], samples, screen.batch > 1, t, r)) {
+          // A pruned screen was never captured: its rounds try the graph (and fall back) as any other's.
+          if (!m.round(g.items[fin[k]], samples, screen.batch > 1 || screen.pruned, t, r)) {
             live[k] = false;
             if (r.fatal) {
               abort_with(g.items[fin[k]].name + ": " + r.error);
@@ -439,6 +449,7 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
       o.screened += r.ok();
       o.remeasured += r.remeasured > 0;
       o.still_noisy += r.noisy;
+      o.pruned += r.ok() && r.pruned;
     }
   return o;
 }

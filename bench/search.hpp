@@ -46,6 +46,7 @@ TimingSettings screen_timing(bool quick);
 struct Timed {
   double median_us = 0, min_us = 0, max_us = 0;
   int samples = 0, batch = 1;
+  bool abandoned = false;  ///< not sampled: its probe was above the screen's limit (BenchResult::pruned)
 };
 /// A timing's figures in a result: median, range, samples, batch and the spread they give.
 void set_timing(BenchResult& r, const Timed& t);
@@ -61,6 +62,14 @@ struct SearchSettings {
   double out_margin = 0.03;    ///< left out after min_rounds: fastest round > leader x (1 + max(this, 2 x its spread))
   double tight_spread = 0.02;  ///< a screen spread at most this gets tight_samples per round, else loose_samples
   int tight_samples = 10, loose_samples = 20;
+  /// A screen whose probe (a single call, launch latency included) takes more than prune_ratio x the best
+  /// median of the shape's screens so far, and more than prune_min_us, stops at its probe: it cannot reach
+  /// the finalists (reach), and the probe is what the general configuration's mean counts for it there.
+  /// Against medians, not other probes: a median's timed calls are checked, a probe's are not, so a variant
+  /// that skips work in its probe cannot push its rivals out. Above 50 us the latency is under 10% of a call.
+  /// S and the incumbent are always timed in full.
+  double prune_ratio = 1.3;
+  double prune_min_us = 50.0;
 };
 SearchSettings search_settings(bool quick);
 
@@ -93,8 +102,9 @@ bool clearly_out(const std::vector<double>& mine, const std::vector<double>& lea
 /// The halving search's GPU half (bench/measure*.cu implement it; tests fake it).
 class SearchMeasurer : public Measurer {
  public:
-  /// Gate, device check and a screening timing of one variant of the current group (begin_shape).
-  virtual BenchResult screen(const WorkItem& item) = 0;
+  /// Gate, device check and a screening timing of one variant of the current group (begin_shape); with
+  /// abandon_above_us > 0, a variant whose probe takes longer is not sampled (Timed::abandoned).
+  virtual BenchResult screen(const WorkItem& item, double abandon_above_us) = 0;
   /// Times again a variant of the current group that passed screen() (no new gate). Returns the new
   /// timing in a copy of `previous`, or an error result.
   virtual BenchResult retime(const WorkItem& item, const BenchResult& previous) = 0;
@@ -117,6 +127,7 @@ struct SearchOutcome {
   std::size_t screened = 0;          ///< passing screens
   std::size_t remeasured = 0;        ///< screens timed again because their spread was out of line
   std::size_t still_noisy = 0;       ///< of those, out of line after every retry
+  std::size_t pruned = 0;            ///< passing screens left at their probe (SearchSettings::prune_ratio)
   std::size_t finalists = 0, rounds_run = 0, left_out = 0;
   bool aborted = false;
   std::string abort_reason;

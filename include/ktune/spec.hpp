@@ -131,6 +131,9 @@ struct Spec {
   int schema = 1;  ///< "schema" as written; 1 when absent
   std::string op;
   std::string summary;
+  /// The upstream build S's unit is compiled as ("original_build": its code-generating flags, from
+  /// cmake/KtuneVariants.cmake), so that S runs as upstream runs it; empty: ktune's flags.
+  std::string original_build;
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> dims;  ///< in the order written
   std::string tokens_dim;  ///< the dimension tuned tables bucket by token count
   std::string width_dim;   ///< the dimension tuned tables bucket by row width
@@ -375,6 +378,12 @@ inline Spec parse_spec(const nlohmann::ordered_json& j, const std::string& where
     if (!it->is_string()) spec_fail(where, "\"summary\" must be a string");
     s.summary = it->get<std::string>();
   }
+  if (auto it = j.find("original_build"); it != j.end()) {
+    if (!it->is_string() || it->get<std::string>() != "sgl-kernel")
+      spec_fail(where, "\"original_build\" must be \"sgl-kernel\", the one upstream build ktune compiles S as "
+                       "(cmake/KtuneVariants.cmake), or absent");
+    s.original_build = it->get<std::string>();
+  }
 
   const auto& dims = detail::spec_member(j, "dims", where);
   if (!dims.is_object() || dims.empty()) spec_fail(where, "\"dims\" must be a non-empty object of name: [values]");
@@ -424,6 +433,11 @@ inline Spec parse_spec(const nlohmann::ordered_json& j, const std::string& where
       if (f == it->end() || !f->is_number()) spec_fail(w, std::string("\"") + keys[k] + "\" must be a number");
       *fields[k] = f->get<double>();
       if (!(*fields[k] >= 0) || *fields[k] >= 1) spec_fail(w, std::string("\"") + keys[k] + "\" must be in [0, 1)");
+    }
+    if (auto f = it->find("rms_floor"); f != it->end()) {  // optional: Tolerance::rms_floor
+      if (!f->is_number() || !(f->get<double>() >= 0) || !std::isfinite(f->get<double>()))
+        spec_fail(w, "\"rms_floor\" must be a finite number >= 0");
+      x.rms_floor = f->get<double>();
     }
     s.tolerance[t] = x;
   }

@@ -42,6 +42,9 @@ struct TimingOptions {
   bool graph = true;              ///< graph replay with the events inside the graph (else launch by launch)
   double graph_sample_us = 500.0; ///< aim for a replay of about this long
   int max_batch = 256;
+  /// > 0: a call whose probe (the fastest of three single calls, launch latency included) takes longer
+  /// is not sampled; the result is the probe alone, marked abandoned (a search's clearly slower variant).
+  double abandon_above_us = 0;
 };
 
 struct TimingResult {
@@ -49,6 +52,8 @@ struct TimingResult {
   int samples = 0;
   int batch = 1;        ///< launches per sample (>1 means graph replay)
   bool graph = false;
+  double probe_us = 0;  ///< the fastest single call, event to event (it sizes the batch)
+  bool abandoned = false;  ///< the probe exceeded abandon_above_us: median = min = max = probe, one sample
   std::vector<double> samples_us;
   double spread() const { return median_us > 0 ? (max_us - min_us) / median_us : 0; }
 };
@@ -228,6 +233,14 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
 
   double one_us = 0;
   KTUNE_TRY(detail::fastest_single_call(stream, ev.start, ev.stop, enqueue, one_us));
+  out.probe_us = one_us;
+  if (opt.abandon_above_us > 0 && one_us > opt.abandon_above_us) {
+    out.abandoned = true;
+    out.samples = 1;
+    out.samples_us = {one_us};
+    out.median_us = out.min_us = out.max_us = one_us;
+    return Status::success();
+  }
 
   detail::GraphGuard g;
   int batch = 1;

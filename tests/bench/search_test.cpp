@@ -152,9 +152,18 @@ class FakeSearch : public SearchMeasurer {
     r.samples = 10;
     return r;
   }
-  BenchResult screen(const WorkItem& it) override {
+  std::map<std::string, double> abandon_of;  ///< the limit each screen was given (0: none)
+  BenchResult screen(const WorkItem& it, double abandon_above_us) override {
     log.push_back("screen " + it.id);
+    abandon_of[it.name] = abandon_above_us;
     const int n = ++screens_of[it.name];
+    // The probe: a single call with 10% of launch latency on top; past the limit, the screen stops there.
+    const double probe = 1.1 * truth(it);
+    if (abandon_above_us > 0 && probe > abandon_above_us) {
+      BenchResult r = timed(it, false);
+      set_timing(r, Timed{probe, probe, probe, 1, 1, true});
+      return r;
+    }
     BenchResult r = timed(it, always_noisy.count(it.id) || (disturbed.count(it.id) && n == 1));
     if (it.name == crash_on) {
       r.error = "incorrect: an illegal memory access; this broke the CUDA context";
@@ -364,6 +373,56 @@ TEST_F(BenchSearch, ARerunComesFromTheCacheWithTheSameFigures) {
   }
   EXPECT_EQ(first.remeasured, 2u);  // a's first screen on each shape
   EXPECT_EQ(o.remeasured, 2u);      // counted from the re-emitted screens too
+}
+
+// Medians in item order at tokens = 0: S 3, a 1, b 1.02, c 1.5, d 1.04, e 1.06, f 2.5; probes 1.1x those.
+// With the floor at 0, c and f exceed 1.3 x the best median before them (a's) and stop at their probe; S and
+// the incumbent are timed in full whatever their probe; a rerun brings the pruned screens back from the cache.
+TEST_F(BenchSearch, AClearlySlowerScreenStopsAtItsProbe) {
+  settings.prune_min_us = 0;
+  auto work = toy_groups(2, ids);
+  for (ShapeGroup& g : work) g.incumbent = "f";
+  SearchOutcome first;
+  {
+    ResultCache cache(path);
+    ASSERT_EQ(cache.load(), "");
+    first = run_search(work, cache, m, settings, nullptr);
+  }
+  ASSERT_FALSE(first.aborted) << first.abort_reason;
+  EXPECT_EQ(first.pruned, 2u);  // c on both shapes
+  EXPECT_EQ(m.abandon_of.at("toy/fp16/tokens=0/original"), 0.0) << "S is never pruned";
+  EXPECT_EQ(m.abandon_of.at("toy/fp16/tokens=0/f"), 0.0) << "nor the incumbent";
+  EXPECT_DOUBLE_EQ(m.abandon_of.at("toy/fp16/tokens=0/a"), 1.3 * 3.0);  // S's median only
+  EXPECT_DOUBLE_EQ(m.abandon_of.at("toy/fp16/tokens=0/c"), 1.3 * 1.0);  // the best of S's, a's, b's
+  for (const std::string shape : {"tokens=0", "tokens=1"}) {
+    const BenchResult* c = find(first, "toy/fp16/" + shape + "/c", false);
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(c->ok()) << c->error;
+    EXPECT_TRUE(c->pruned);
+    EXPECT_EQ(c->samples, 1);
+    EXPECT_NEAR(c->median_us, 1.1 * 1.5 * (shape == "tokens=0" ? 1 : 2), 1e-12);  // its probe
+    EXPECT_EQ(counters(*c, 1000).at("pruned"), 1);
+    const BenchResult* f = find(first, "toy/fp16/" + shape + "/f", false);
+    ASSERT_NE(f, nullptr);
+    EXPECT_FALSE(f->pruned);
+    EXPECT_EQ(counters(*f, 1000).count("pruned"), 0u);
+  }
+  EXPECT_EQ(m.count("round c"), 0u);
+  EXPECT_GT(m.count("round f"), 0u);  // the incumbent is a finalist, timed in full
+  // The pruned screens count for the general configuration at their probe: a still wins it.
+  EXPECT_EQ(m.count("round a"), 2u * settings.rounds);
+
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  FakeSearch again;
+  again.base = m.base;
+  const SearchOutcome o = run_search(work, cache, again, settings, nullptr);
+  EXPECT_EQ(o.measured, 0u);
+  EXPECT_EQ(o.pruned, 2u);
+  const BenchResult* c = find(o, "toy/fp16/tokens=1/c", false);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->pruned);
+  EXPECT_NEAR(c->median_us, 1.1 * 3.0, 1e-12);
 }
 
 TEST_F(BenchSearch, AKernelThatBreaksTheContextStopsTheRunAndTheRerunResumesAfterIt) {

@@ -169,14 +169,13 @@ TEST(TimingGpu, LargeCopyNearTheCeilingAndShortKernelsReplayedInGraphs) {
   KTUNE_ASSERT_OK(ktune::fill_uniform(reinterpret_cast<float*>(buf), 16 * n, 5, -1.f, 1.f));
   cudaStream_t stream = nullptr;
   KTUNE_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto scale_set = [&](std::size_t r) -> ktune::Status {
+    scale_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(buf + 2 * r * n, buf + (2 * r + 1) * n, n);
+    KTUNE_CHECK_LAUNCH();
+    return ktune::Status::success();
+  };
   ktune::TimingResult big;
-  KTUNE_ASSERT_OK(ktune::time_kernel(
-      [&](std::size_t r) -> ktune::Status {
-        scale_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream>>>(buf + 2 * r * n, buf + (2 * r + 1) * n, n);
-        KTUNE_CHECK_LAUNCH();
-        return ktune::Status::success();
-      },
-      2, stream, ktune::TimingOptions{}, big));
+  KTUNE_ASSERT_OK(ktune::time_kernel(scale_set, 2, stream, ktune::TimingOptions{}, big));
   const double gbps = 2.0 * n * sizeof(float4) / (big.median_us * 1e3);
   std::printf("[ timing ] 256 MB scale: %.1f us median, %.0f GB/s = %.0f%% of copy, %d samples\n", big.median_us, gbps,
               100 * gbps / ceiling.best_gbps(), big.samples);
@@ -186,6 +185,24 @@ TEST(TimingGpu, LargeCopyNearTheCeilingAndShortKernelsReplayedInGraphs) {
   EXPECT_GT(gbps, 0.7 * ceiling.best_gbps());
   EXPECT_LE(big.min_us, big.median_us);
   EXPECT_LE(big.median_us, big.max_us);
+  EXPECT_GE(big.probe_us, 0.9 * big.median_us) << "a single call, launch latency included";
+  EXPECT_FALSE(big.abandoned);
+
+  // A search's clearly slower variant: past the limit it stops at its probe, one sample, no graph.
+  ktune::TimingOptions limited;
+  limited.abandon_above_us = 0.5 * big.median_us;
+  ktune::TimingResult left;
+  KTUNE_ASSERT_OK(ktune::time_kernel(scale_set, 2, stream, limited, left));
+  EXPECT_TRUE(left.abandoned);
+  EXPECT_EQ(left.samples, 1);
+  EXPECT_FALSE(left.graph);
+  EXPECT_DOUBLE_EQ(left.median_us, left.probe_us);
+  EXPECT_GT(left.probe_us, limited.abandon_above_us);
+  limited.abandon_above_us = 4 * big.median_us;  // within the limit: timed in full
+  KTUNE_ASSERT_OK(ktune::time_kernel(scale_set, 2, stream, limited, left));
+  EXPECT_FALSE(left.abandoned);
+  EXPECT_TRUE(left.graph);
+  EXPECT_GE(left.samples, limited.min_samples);
 
   ktune::TimingResult empty;
   KTUNE_ASSERT_OK(ktune::time_empty_kernel(stream, ktune::TimingOptions{}, empty));

@@ -63,6 +63,24 @@ TEST(Verify, RelativeL2OfAnOutputNearZeroIsAgainstTheAbsoluteTolerance) {
   EXPECT_DOUBLE_EQ(ktune::squared_error(ktune::relative_l2(1e-6, 0.0, 4, 5e-3), 0.0, 4, 5e-3), 1e-6);
 }
 
+// A spec's rms_floor raises the norm the relative L2 error is taken against, never lowers it below atol.
+TEST(Verify, RmsFloorJudgesSmallOutputsByTheirErrorAgainstTheFloor) {
+  const std::vector<double> ref = {1.3e-4};  // gelu at x = -4, y = 1: its fp32 formula off by 3e-8
+  const std::vector<float> out = {static_cast<float>(1.3e-4 + 3e-8)};
+  ktune::Tolerance tol{1e-5, 1e-5, 1e-5};
+  EXPECT_FALSE(ktune::compare(out.data(), ref.data(), 1, tol).passed) << "2.3e-4 of the value itself";
+  tol.rms_floor = 1;
+  EXPECT_DOUBLE_EQ(tol.l2_floor(), 1.0);
+  const auto c = ktune::compare(out.data(), ref.data(), 1, tol);
+  EXPECT_TRUE(c.passed) << c.summary();
+  EXPECT_NEAR(c.rel_l2, 3e-8, 1e-9);
+  // Outputs above the floor keep the plain ratio; an error of 1e-4 of an O(1) output still fails.
+  const std::vector<double> big = {2.0, -3.0};
+  const std::vector<float> off = {2.0002f, -3.0003f};
+  EXPECT_FALSE(ktune::compare(off.data(), big.data(), 2, {1e-5, 1e-3, 1e-3, 1}).passed);
+  EXPECT_DOUBLE_EQ((ktune::Tolerance{1e-5, 1e-3, 1e-5, 1e-4}.l2_floor()), 1e-3) << "atol when larger";
+}
+
 TEST(Verify, RtolScalesWithTheReference) {
   const std::vector<double> ref = {1000.0};
   const std::vector<float> out = {1001.0f};

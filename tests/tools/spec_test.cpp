@@ -62,6 +62,23 @@ TEST(Spec, MalformedSpecsFailNamingTheField) {
   { auto j = toy(); j["dims"]["d"] = ojson::array({8, 8}); expect_error(j, "listed twice"); }
   { auto j = toy(); j["tensors"][2]["access"] = "read"; j["tensors"][1]["access"] = "read"; expect_error(j, "no tensor is written"); }
   { auto j = toy(); j["dims"]["tokens"] = ojson::array({0}); expect_error(j, "positive integers"); }
+  { auto j = toy(); j["tolerance"]["fp32"]["rms_floor"] = -1; expect_error(j, "tolerance.fp32: \"rms_floor\" must be a finite number >= 0"); }
+  { auto j = toy(); j["tolerance"]["fp32"]["rms_floor"] = "1"; expect_error(j, "\"rms_floor\""); }
+  { auto j = toy(); j["original_build"] = "nvidia"; expect_error(j, "\"original_build\" must be \"sgl-kernel\""); }
+  { auto j = toy(); j["original_build"] = 1; expect_error(j, "\"original_build\""); }
+}
+
+TEST(Spec, RmsFloorAndOriginalBuildAreOptional) {
+  auto j = toy();
+  j["tolerance"]["fp32"]["rms_floor"] = 0.5;
+  const ktune::Spec s = ktune::parse_spec(j);
+  EXPECT_DOUBLE_EQ(s.tolerance.at(ktune::DType::f32).rms_floor, 0.5);
+  EXPECT_DOUBLE_EQ(s.tolerance.at(ktune::DType::f32).l2_floor(), 0.5);
+  EXPECT_DOUBLE_EQ(s.tolerance.at(ktune::DType::bf16).rms_floor, 0.0);
+  EXPECT_DOUBLE_EQ(s.tolerance.at(ktune::DType::bf16).l2_floor(), 1e-2) << "atol without a floor";
+  EXPECT_EQ(s.original_build, "") << "S compiled with ktune's flags";
+  j["original_build"] = "sgl-kernel";
+  EXPECT_EQ(ktune::parse_spec(j).original_build, "sgl-kernel");
 }
 
 TEST(Spec, TheToolFixtureSpecLoads) {

@@ -27,7 +27,7 @@ using ojson = nlohmann::ordered_json;
 /// would give tables that mean something else.
 const char* const same_fields[] = {"gpu_slug", "arch", "ktune_version", "git_commit", "mode", "quick"};
 /// Context counters of work done, added up over the slices (besides every phase_<name>_s and _cpu_s).
-const char* const summed_fields[] = {"screened",    "remeasured",   "still_noisy",       "finalists", "left_out",
+const char* const summed_fields[] = {"screened",    "remeasured",   "still_noisy",       "pruned",     "finalists", "left_out",
                                      "prep_ahead", "prep_in_line", "prep_worker_cpu_s", "prep_wait_s"};
 /// Wall times of the whole slice: the slices ran at once, so the run took the longest one.
 const char* const max_fields[] = {"measure_wall_s", "startup_s"};
@@ -162,7 +162,7 @@ int cmd_merge_raw(const std::vector<std::string>& args) {
       "cluster task) into OUT, which `ktune select --raw OUT` reads as it reads a one-GPU run. Refuses files that\n"
       "are not complete ktune_bench output, that differ in gpu_slug, arch, ktune_version, git_commit, mode or\n"
       "quick, or that hold the same benchmark (ktune/copy_ceiling and ktune/empty_kernel: the first file's).\n"
-      "The context is the first file's with the work counters summed (screened, remeasured, still_noisy,\n"
+      "The context is the first file's with the work counters summed (screened, remeasured, still_noisy, pruned,\n"
       "finalists, left_out, phase_*_s, prep_*), measure_wall_s and startup_s the largest, `slices` the number of\n"
       "inputs and slice<k>.copy_ceiling_gbps / slice<k>.run_seed of each. Rows: input order, then file order.",
       "ktune merge-raw"};
