@@ -227,6 +227,13 @@ class BenchSearch : public ::testing::Test {
     settings.top_k = 2;
   }
   void TearDown() override { fs::remove(path); }
+  /// The same work again with a fresh fake, from the cache the first run filled.
+  SearchOutcome rerun(const std::vector<ShapeGroup>& work, FakeSearch& again) {
+    ResultCache cache(path);
+    EXPECT_EQ(cache.load(), "");
+    again.base = m.base;
+    return run_search(work, cache, again, settings, nullptr);
+  }
   std::string path;
   FakeSearch m;
   SearchSettings settings;
@@ -355,11 +362,8 @@ TEST_F(BenchSearch, ARerunComesFromTheCacheWithTheSameFigures) {
     ASSERT_EQ(cache.load(), "");
     first = run_search(work, cache, m, settings, nullptr);
   }
-  ResultCache cache(path);
-  ASSERT_EQ(cache.load(), "");
   FakeSearch again;
-  again.base = m.base;
-  const SearchOutcome o = run_search(work, cache, again, settings, nullptr);
+  const SearchOutcome o = rerun(work, again);
   EXPECT_EQ(o.measured, 0u);
   EXPECT_TRUE(again.log.empty());
   ASSERT_EQ(o.results.size(), first.results.size());
@@ -412,11 +416,8 @@ TEST_F(BenchSearch, AClearlySlowerScreenStopsAtItsProbe) {
   // The pruned screens count for the general configuration at their probe: a still wins it.
   EXPECT_EQ(m.count("round a"), 2u * settings.rounds);
 
-  ResultCache cache(path);
-  ASSERT_EQ(cache.load(), "");
   FakeSearch again;
-  again.base = m.base;
-  const SearchOutcome o = run_search(work, cache, again, settings, nullptr);
+  const SearchOutcome o = rerun(work, again);
   EXPECT_EQ(o.measured, 0u);
   EXPECT_EQ(o.pruned, 2u);
   const BenchResult* c = find(o, "toy/fp16/tokens=1/c", false);
