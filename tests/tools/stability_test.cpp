@@ -33,7 +33,8 @@ const std::string data = KTUNE_TOOL_TEST_DATA;
 json fixture(const char* name) { return json::parse(read_file(data + "/raw/" + name)); }
 
 /// The search file ktune_bench would write for the fixtures: the sweep's rows as screens (two of them
-/// re-measured, one still noisy) and the re-test's rows as the finalists' rounds, in one file.
+/// re-measured, one still noisy, one left at its probe) and the re-test's rows as the finalists' rounds, in
+/// one file.
 json search_document() {
   json sweep = fixture("sweep.json"), retest = fixture("retest.json");
   json doc = sweep;
@@ -46,6 +47,7 @@ json search_document() {
       b["remeasured"] = 2;
       b["noisy"] = 1;
     }
+    if (n == "toyop/fp32/tokens=16,d=1024/tpb_64.vb_4.pdl_0/manual_time") b["pruned"] = 1;
   }
   for (json b : retest["benchmarks"]) {
     const std::string n = b["name"];
@@ -95,11 +97,13 @@ TEST(ToolSearch, ASearchFileSelectsLikeASweepAndItsRetest) {
   EXPECT_FALSE(b.search.has_value());  // an exhaustive sweep has no search account
   EXPECT_EQ(a.search->remeasured, 2);
   EXPECT_EQ(a.search->still_noisy, 1);
+  EXPECT_EQ(a.search->pruned, 1);
   EXPECT_EQ(a.search->finalists, static_cast<std::int64_t>(rounds));
   // It survives the results file.
   const Selection back = from_json(to_json(a), "memory");
   ASSERT_TRUE(back.search.has_value());
   EXPECT_EQ(back.search->screened, a.search->screened);
+  EXPECT_EQ(back.search->pruned, 1);
   EXPECT_EQ(dump_json(to_json(back), 6), dump_json(to_json(a), 6));
 }
 

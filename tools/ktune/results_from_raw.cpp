@@ -187,6 +187,7 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
                 ++sum.screened;
                 sum.remeasured += counted(*v.sweep, "remeasured");
                 sum.still_noisy += counted(*v.sweep, "noisy");
+                sum.pruned += counted(*v.sweep, "pruned");
               }
               sum.finalists += v.retest.has_value();
             }

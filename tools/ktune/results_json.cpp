@@ -132,7 +132,7 @@ ojson to_json(const Selection& s) {
   if (!s.profile.is_null()) j["profile"] = s.profile;  // profile_section.hpp; absent when not profiled
   if (s.search)
     j["search"] = {{"method", "halving"}, {"screened", s.search->screened}, {"remeasured", s.search->remeasured},
-                   {"still_noisy", s.search->still_noisy}, {"finalists", s.search->finalists}};
+                   {"still_noisy", s.search->still_noisy}, {"finalists", s.search->finalists}, {"pruned", s.search->pruned}};
   if (s.stability) {
     const Stability& st = *s.stability;
     ojson rows = ojson::array();
@@ -222,7 +222,8 @@ Selection from_json(const ojson& j, const std::string& where) {
     if (auto p = j.find("profile"); p != j.end()) s.profile = *p;
     if (auto p = j.find("search"); p != j.end())
       s.search = SearchSummary{p->at("screened").get<std::int64_t>(), p->at("remeasured").get<std::int64_t>(),
-                               p->at("still_noisy").get<std::int64_t>(), p->at("finalists").get<std::int64_t>()};
+                               p->at("still_noisy").get<std::int64_t>(), p->at("finalists").get<std::int64_t>(),
+                               p->value("pruned", std::int64_t{0})};  // absent before screens were pruned
     if (auto p = j.find("stability"); p != j.end()) {
       Stability st;
       const auto& a = p->at("against");
