@@ -132,7 +132,7 @@ struct Spec {
   std::string op;
   std::string summary;
   /// The upstream build S's unit is compiled as ("original_build": its code-generating flags, from
-  /// cmake/KtuneVariants.cmake), so that S runs as upstream runs it; empty: ktune's flags.
+  /// cmake/KtuneOriginalBuilds.cmake), so that S runs as upstream runs it; empty: ktune's flags.
   std::string original_build;
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> dims;  ///< in the order written
   std::string tokens_dim;  ///< the dimension tuned tables bucket by token count
@@ -381,7 +381,7 @@ inline Spec parse_spec(const nlohmann::ordered_json& j, const std::string& where
   if (auto it = j.find("original_build"); it != j.end()) {
     if (!it->is_string() || it->get<std::string>() != "sgl-kernel")
       spec_fail(where, "\"original_build\" must be \"sgl-kernel\", the one upstream build ktune compiles S as "
-                       "(cmake/KtuneVariants.cmake), or absent");
+                       "(cmake/KtuneOriginalBuilds.cmake), or absent");
     s.original_build = it->get<std::string>();
   }
 

@@ -1,6 +1,7 @@
 // include/ktune/spec.hpp: spec.json loading, shapes in the order written, bytes moved, clear errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include <ktune/spec.hpp>
@@ -66,6 +67,19 @@ TEST(Spec, MalformedSpecsFailNamingTheField) {
   { auto j = toy(); j["tolerance"]["fp32"]["rms_floor"] = "1"; expect_error(j, "\"rms_floor\""); }
   { auto j = toy(); j["original_build"] = "nvidia"; expect_error(j, "\"original_build\" must be \"sgl-kernel\""); }
   { auto j = toy(); j["original_build"] = 1; expect_error(j, "\"original_build\""); }
+}
+
+// Every shipped op re-expresses a kernel SGLang runs and names sgl-kernel's build, so its S runs as SGLang's
+// does (bench/upstream: S / upstream 0.99-1.07 for the eight ops it compares); kernels/ holds nothing else.
+TEST(Spec, EveryShippedOpCompilesItsSAsSglKernelDoes) {
+  int ops = 0;
+  for (const auto& dir : std::filesystem::directory_iterator(KTUNE_SOURCE_DIR "/kernels")) {
+    const auto spec = dir.path() / "spec.json";
+    if (!std::filesystem::exists(spec)) continue;
+    EXPECT_EQ(ktune::load_spec(spec.string()).original_build, "sgl-kernel") << spec;
+    ++ops;
+  }
+  EXPECT_EQ(ops, 9);
 }
 
 TEST(Spec, RmsFloorAndOriginalBuildAreOptional) {
