@@ -17,14 +17,6 @@ namespace detail {
 // ---- stage 6: rows fed by bulk copies into a shared-memory ring ------------------------------------
 // sm_90 PTX: mbarriers with transaction counts, and cp.async.bulk (the copy engine's 1-D form) from
 // global to shared memory completing on one of them. Compiled only where the stage is feasible.
-__device__ __forceinline__ unsigned smem_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbarrier_init(unsigned bar, unsigned count) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-#endif
-}
 /// Makes the initialised mbarriers visible to the copy engine (the async proxy) before its first use.
 __device__ __forceinline__ void mbarrier_init_fence() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

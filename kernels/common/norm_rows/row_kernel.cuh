@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(Traits<K, Cfg, E>::max_threads, Traits<K, Cfg,
   static_assert(T::max_threads >= 32 && T::max_threads % 32 == 0, "Blocks are whole warps.");
 
   __shared__ float warp_sums[32];
-  __shared__ float block_total;  // read by the other blocks of the cluster
+  __shared__ detail::ClusterPartials<Cluster> partials;  // the row's partial sums, one per block of its cluster
   extern __shared__ __align__(16) float x_stage[];
 
   const int rank = Cluster > 1 ? static_cast<int>(blockIdx.x % Cluster) : 0;
@@ -64,12 +64,13 @@ __global__ void __launch_bounds__(Traits<K, Cfg, E>::max_threads, Traits<K, Cfg,
     else return out_row + static_cast<std::ptrdiff_t>(j) * Vec;
   };
 
+  if constexpr (Cluster > 1) detail::cluster_partials_begin(partials);
   if constexpr (Cfg::pdl) pdl_wait();
 
   float sum = 0.f;
   if constexpr (T::stage == Space::registers || T::stage == Space::cluster_late_stores) {
-    // Stage 5 stores after the cluster's reduction: a residual store issued before it would be waited
-    // for by the cluster barrier's release (the profile's membar stall).
+    // Stage 5 stores after the cluster's reduction: a residual store issued before it could be waited for
+    // by the release of the exchange (with a cluster barrier, the profile's membar stall).
     constexpr bool Late = T::stage == Space::cluster_late_stores;
     // One pass over global memory: every load is issued before any is used, the weights included so
     // that their latency hides behind the reduction.
@@ -104,7 +105,7 @@ __global__ void __launch_bounds__(Traits<K, Cfg, E>::max_threads, Traits<K, Cfg,
           detail::store_vector<E, Vec>(res_row + static_cast<std::ptrdiff_t>(j) * Vec, r[k]);
       }
     }
-    const float total = detail::row_sum<Cluster>(sum, warp_sums, &block_total);
+    const float total = detail::row_sum<Cluster>(sum, warp_sums, &partials);
     const float inv_rms = rsqrtf(total / static_cast<float>(p.h) + p.eps);
     if constexpr (!Late && Cfg::pdl) pdl_launch_dependents();
 #pragma unroll
@@ -146,7 +147,7 @@ __global__ void __launch_bounds__(Traits<K, Cfg, E>::max_threads, Traits<K, Cfg,
       }
       detail::store_floats(x_stage + static_cast<std::ptrdiff_t>(j - begin) * Vec, x);
     }
-    const float total = detail::row_sum<Cluster>(sum, warp_sums, &block_total);
+    const float total = detail::row_sum<Cluster>(sum, warp_sums, &partials);
     const float inv_rms = rsqrtf(total / static_cast<float>(p.h) + p.eps);
     if constexpr (Cfg::pdl) pdl_launch_dependents();
 #pragma unroll 2
@@ -182,7 +183,7 @@ __global__ void __launch_bounds__(Traits<K, Cfg, E>::max_threads, Traits<K, Cfg,
         }
       }
     }
-    const float total = detail::row_sum<Cluster>(sum, warp_sums, &block_total);
+    const float total = detail::row_sum<Cluster>(sum, warp_sums, &partials);
     const float inv_rms = rsqrtf(total / static_cast<float>(p.h) + p.eps);
     if constexpr (Cfg::pdl) pdl_launch_dependents();
     // Not unrolled: three vectors per round already, and two rounds would not fit the 32 registers
@@ -210,7 +211,6 @@ __global__ void __launch_bounds__(Traits<K, Cfg, E>::max_threads, Traits<K, Cfg,
       detail::store_vector<E, Vec>(result_at(j), o);
     }
   }
-  if constexpr (Cluster > 1) detail::cluster_wait();
 }
 
 }  // namespace ktune::ops::norm_rows

@@ -39,7 +39,7 @@ namespace ktune::ops::norm_rows {
 ///                        time, per block): the row's sum is a warp shuffle, no block-wide barrier and
 ///                        no shared memory; rows of at most 32 * vpt vectors;
 ///   stage 5 (cluster, late stores): stage 0 split over a cluster (cs > 1) with both outputs stored
-///                        after the cluster's reduction, so the cluster barrier's release has no global
+///                        after the cluster's reduction, so the exchange's release has no global
 ///                        stores to wait for (the profile's membar stall of the stage 0 cluster
 ///                        winner), and the next kernel (PDL) triggered as soon as the loads are issued;
 ///   stage 6 (bulk rows): stage 3's persistent blocks and held weights, but rows arrive by bulk copies
