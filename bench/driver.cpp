@@ -265,7 +265,7 @@ int run_bench(int argc, char** argv) {
       for (const std::string& w : o.warnings) std::cerr << "ktune_bench: warning: " << w << "\n";
       std::cerr << "ktune_bench: " << o.screened << " screens passed, " << o.remeasured
                 << " timed again because their spread was out of line (" << o.still_noisy
-                << " still out of line: kept as finalists), " << o.pruned << " left at their probe (clearly slower); "
+                << " still out of line: kept as finalists), " << o.pruned << " stopped early (clearly slower); "
                 << o.finalists << " finalists, " << o.rounds_run << " rounds, " << o.left_out << " left out of the later rounds\n";
       search_context = {{"search", "halving"},
                         {"screened", std::to_string(o.screened)},

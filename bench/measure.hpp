@@ -91,7 +91,7 @@ class GpuMeasurer : public SearchMeasurer {
   void end_shape() override;
   BenchResult measure_copy_same_size(const ShapeGroup& g) override;
 
-  BenchResult screen(const WorkItem& item, double abandon_above_us) override;
+  BenchResult screen(const WorkItem& item, const ScreenLimit& limit) override;
   BenchResult retime(const WorkItem& item, const BenchResult& previous) override;
   std::string begin_rounds(const ShapeGroup& g) override;
   bool round(const WorkItem& item, int samples, bool graph, Timed& t, BenchResult& r) override;
@@ -113,7 +113,7 @@ class GpuMeasurer : public SearchMeasurer {
   bool check(const WorkItem& item, BenchResult& r);
   /// Times a variant that passed check(), then judges the timed calls: they reproduce the checked
   /// call's outputs bitwise and took no less than DRAM allows. False (with r.error) when either fails.
-  bool time(const WorkItem& item, const TimingSettings& timing, Timed& t, BenchResult& r, double abandon_above_us = 0);
+  bool time(const WorkItem& item, const TimingSettings& timing, Timed& t, BenchResult& r, const ScreenLimit& limit = {});
 
  private:
   /// Inputs, rotation arena and (with_reference) the reference and the gate's buffers of a group.

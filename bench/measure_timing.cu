@@ -61,7 +61,7 @@ Status GpuMeasurer::State::sample_prepared(Prepared& p, int samples, Timed& out)
   return Status::success();
 }
 
-bool GpuMeasurer::time(const WorkItem& item, const TimingSettings& timing, Timed& t, BenchResult& r, double abandon_above_us) {
+bool GpuMeasurer::time(const WorkItem& item, const TimingSettings& timing, Timed& t, BenchResult& r, const ScreenLimit& limit) {
   State& s = *s_;
   const Variant* v = s.checked;
   if (!v || v->id != item.id || v->op != item.op || v->dtype != item.dtype) {
@@ -74,7 +74,8 @@ bool GpuMeasurer::time(const WorkItem& item, const TimingSettings& timing, Timed
   return timed_and_judged(*v, item.name, t, r, [&](Timed& out) -> Status {
     TimingResult tr;
     TimingOptions options = to_options(timing);
-    options.abandon_above_us = abandon_above_us;
+    options.abandon_above_us = limit.above_us;
+    options.abandon_probe_min_us = limit.probe_min_us;
     KTUNE_TRY(time_kernel([&](std::size_t set) { return v->run(s.args[set].get(), s.stream); }, s.rotations, s.stream,
                           options, tr));
     out = to_timed(tr);
@@ -90,11 +91,11 @@ BenchResult GpuMeasurer::measure(const WorkItem& item) {
   return r;
 }
 
-BenchResult GpuMeasurer::screen(const WorkItem& item, double abandon_above_us) {
+BenchResult GpuMeasurer::screen(const WorkItem& item, const ScreenLimit& limit) {
   BenchResult r = blank(item);
   if (!check(item, r)) return r;
   Timed t;
-  if (time(item, s_->screen, t, r, abandon_above_us)) set_timing(r, t);
+  if (time(item, s_->screen, t, r, limit)) set_timing(r, t);
   return r;
 }
 

@@ -188,7 +188,7 @@ bool GpuMeasurer::timed_and_judged(const Variant& v, const std::string& name, Ti
         return false;
       }
     }
-    // Left at its probe for being clearly slow: nothing it could gain from its timed calls is used.
+    // Stopped early for being clearly slow: nothing it could gain from its timed calls is used.
     if (t.abandoned) return true;
     PhaseScope phase(s.phases, PhaseTimes::verify);
     std::string verdict;

@@ -24,8 +24,8 @@ struct BenchResult {
   int remeasured = 0;            ///< timings again of a screen whose spread was out of line (search)
   bool noisy = false;            ///< still out of line after every retry (search): kept as a finalist
   bool refined = false;          ///< a finalist's rounds (search): reported with a `rounds` counter even on failure
-  bool pruned = false;           ///< a screen left at its probe, clearly slower than its shape's best (search):
-                                 ///< median = min = max = the probe, one sample, no check of timed calls
+  bool pruned = false;           ///< a screen stopped early, clearly slower than its shape's best (search): its
+                                 ///< probe alone or its first round of samples, no check of timed calls
   double bytes = 0;              ///< spec bytes moved per call
   int registers = 0;
   double local_bytes = 0;

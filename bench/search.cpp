@@ -279,8 +279,8 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
         }
         if (progress) progress->before(it.name);
         const bool prunable = s.prune_ratio > 0 && std::isfinite(best) && it.id != "original" && it.id != g.incumbent;
-        const double abandon = prunable ? std::max(s.prune_min_us, s.prune_ratio * best) : 0;
-        BenchResult r = prepare_error.empty() ? m.screen(it, abandon) : error_result(it, "error: " + prepare_error);
+        const ScreenLimit limit = prunable ? ScreenLimit{s.prune_ratio * best, s.prune_min_us} : ScreenLimit{};
+        BenchResult r = prepare_error.empty() ? m.screen(it, limit) : error_result(it, "error: " + prepare_error);
         keep_best(r);
         if (progress) progress->after();
         ++o.measured;

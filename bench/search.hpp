@@ -46,7 +46,7 @@ TimingSettings screen_timing(bool quick);
 struct Timed {
   double median_us = 0, min_us = 0, max_us = 0;
   int samples = 0, batch = 1;
-  bool abandoned = false;  ///< not sampled: its probe was above the screen's limit (BenchResult::pruned)
+  bool abandoned = false;  ///< stopped at its probe or first samples, above the screen's limit (BenchResult::pruned)
 };
 /// A timing's figures in a result: median, range, samples, batch and the spread they give.
 void set_timing(BenchResult& r, const Timed& t);
@@ -62,14 +62,21 @@ struct SearchSettings {
   double out_margin = 0.03;    ///< left out after min_rounds: fastest round > leader x (1 + max(this, 2 x its spread))
   double tight_spread = 0.02;  ///< a screen spread at most this gets tight_samples per round, else loose_samples
   int tight_samples = 10, loose_samples = 20;
-  /// A screen whose probe (a single call, launch latency included) takes more than prune_ratio x the best
-  /// median of the shape's screens so far, and more than prune_min_us, stops at its probe: it cannot reach
-  /// the finalists (reach), and the probe is what the general configuration's mean counts for it there.
-  /// Against medians, not other probes: a median's timed calls are checked, a probe's are not, so a variant
-  /// that skips work in its probe cannot push its rivals out. Above 50 us the latency is under 10% of a call.
-  /// S and the incumbent are always timed in full.
+  /// A screen measured above prune_ratio x the best median of the shape's screens so far stops there: it
+  /// cannot reach the finalists (reach), and what it measured is what the general configuration's mean
+  /// counts for it. Its probe (a single call, launch latency included) decides alone above prune_min_us,
+  /// where the latency is under 10% of a call; below, the first round of graph-replayed samples does (every
+  /// one of them above the limit). Against medians, never other probes or first rounds: a median's timed
+  /// calls are checked, a stopped screen's are not, so a variant that skips work in its probe cannot push
+  /// its rivals out. S and the incumbent are always timed in full.
   double prune_ratio = 1.3;
   double prune_min_us = 50.0;
+};
+
+/// The limit a screen is given (SearchSettings::prune_ratio): none when above_us is 0.
+struct ScreenLimit {
+  double above_us = 0;      ///< a screen measured above this stops (Timed::abandoned)
+  double probe_min_us = 0;  ///< its probe alone decides only above this too
 };
 SearchSettings search_settings(bool quick);
 
@@ -102,9 +109,9 @@ bool clearly_out(const std::vector<double>& mine, const std::vector<double>& lea
 /// The halving search's GPU half (bench/measure*.cu implement it; tests fake it).
 class SearchMeasurer : public Measurer {
  public:
-  /// Gate, device check and a screening timing of one variant of the current group (begin_shape); with
-  /// abandon_above_us > 0, a variant whose probe takes longer is not sampled (Timed::abandoned).
-  virtual BenchResult screen(const WorkItem& item, double abandon_above_us) = 0;
+  /// Gate, device check and a screening timing of one variant of the current group (begin_shape); past
+  /// `limit`, it stops at its probe or first round of samples (Timed::abandoned).
+  virtual BenchResult screen(const WorkItem& item, const ScreenLimit& limit) = 0;
   /// Times again a variant of the current group that passed screen() (no new gate). Returns the new
   /// timing in a copy of `previous`, or an error result.
   virtual BenchResult retime(const WorkItem& item, const BenchResult& previous) = 0;
@@ -127,7 +134,7 @@ struct SearchOutcome {
   std::size_t screened = 0;          ///< passing screens
   std::size_t remeasured = 0;        ///< screens timed again because their spread was out of line
   std::size_t still_noisy = 0;       ///< of those, out of line after every retry
-  std::size_t pruned = 0;            ///< passing screens left at their probe (SearchSettings::prune_ratio)
+  std::size_t pruned = 0;            ///< passing screens stopped early (SearchSettings::prune_ratio)
   std::size_t finalists = 0, rounds_run = 0, left_out = 0;
   bool aborted = false;
   std::string abort_reason;

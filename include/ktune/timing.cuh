@@ -42,9 +42,14 @@ struct TimingOptions {
   bool graph = true;              ///< graph replay with the events inside the graph (else launch by launch)
   double graph_sample_us = 500.0; ///< aim for a replay of about this long
   int max_batch = 256;
-  /// > 0: a call whose probe (the fastest of three single calls, launch latency included) takes longer
-  /// is not sampled; the result is the probe alone, marked abandoned (a search's clearly slower variant).
+  /// > 0: a call measured slower than this is not timed in full, and its result is marked abandoned (a
+  /// search's clearly slower variant): the probe alone (the fastest of three single calls, launch latency
+  /// included) when the probe is above this and above abandon_probe_min_us; else, under graph replay,
+  /// the first round of samples when every one of them is above this.
   double abandon_above_us = 0;
+  /// The probe decides alone only above this: below it the launch latency in a single call is a large
+  /// part of its time, and only graph-replayed samples say whether the call itself is slower.
+  double abandon_probe_min_us = 0;
 };
 
 struct TimingResult {
@@ -53,7 +58,7 @@ struct TimingResult {
   int batch = 1;        ///< launches per sample (>1 means graph replay)
   bool graph = false;
   double probe_us = 0;  ///< the fastest single call, event to event (it sizes the batch)
-  bool abandoned = false;  ///< the probe exceeded abandon_above_us: median = min = max = probe, one sample
+  bool abandoned = false;  ///< above abandon_above_us: the probe alone (one sample) or the first round
   std::vector<double> samples_us;
   double spread() const { return median_us > 0 ? (max_us - min_us) / median_us : 0; }
 };
@@ -234,7 +239,7 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
   double one_us = 0;
   KTUNE_TRY(detail::fastest_single_call(stream, ev.start, ev.stop, enqueue, one_us));
   out.probe_us = one_us;
-  if (opt.abandon_above_us > 0 && one_us > opt.abandon_above_us) {
+  if (opt.abandon_above_us > 0 && one_us > std::max(opt.abandon_above_us, opt.abandon_probe_min_us)) {
     out.abandoned = true;
     out.samples = 1;
     out.samples_us = {one_us};
@@ -279,6 +284,12 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
       KTUNE_TRY(sample(us));
       out.samples_us.push_back(us);
       spent_us += us * batch;
+    }
+    // Every replay of the first round above the limit: the call is slower, whatever its later samples.
+    if (opt.abandon_above_us > 0 && out.graph && static_cast<int>(out.samples_us.size()) == round &&
+        *std::min_element(out.samples_us.begin(), out.samples_us.end()) > opt.abandon_above_us) {
+      out.abandoned = true;
+      break;
     }
     if (static_cast<int>(out.samples_us.size()) < opt.min_samples) continue;
     const double m = detail::median_of(out.samples_us);

@@ -152,22 +152,31 @@ class FakeSearch : public SearchMeasurer {
     r.samples = 10;
     return r;
   }
-  std::map<std::string, double> abandon_of;  ///< the limit each screen was given (0: none)
-  BenchResult screen(const WorkItem& it, double abandon_above_us) override {
+  std::map<std::string, ScreenLimit> limit_of;  ///< the limit each screen was given
+  BenchResult screen(const WorkItem& it, const ScreenLimit& limit) override {
     log.push_back("screen " + it.id);
-    abandon_of[it.name] = abandon_above_us;
+    limit_of[it.name] = limit;
     const int n = ++screens_of[it.name];
-    // The probe: a single call with 10% of launch latency on top; past the limit, the screen stops there.
+    if (it.name == crash_on) {  // in the gate, before any timing
+      BenchResult r = timed(it, false);
+      r.error = "incorrect: an illegal memory access; this broke the CUDA context";
+      r.fatal = true;
+      return r;
+    }
+    // The probe: a single call with 10% of launch latency on top; past the limit and its floor, the
+    // screen stops there.
     const double probe = 1.1 * truth(it);
-    if (abandon_above_us > 0 && probe > abandon_above_us) {
+    if (limit.above_us > 0 && probe > std::max(limit.above_us, limit.probe_min_us)) {
       BenchResult r = timed(it, false);
       set_timing(r, Timed{probe, probe, probe, 1, 1, true});
       return r;
     }
     BenchResult r = timed(it, always_noisy.count(it.id) || (disturbed.count(it.id) && n == 1));
-    if (it.name == crash_on) {
-      r.error = "incorrect: an illegal memory access; this broke the CUDA context";
-      r.fatal = true;
+    // The first round of samples (three, none faster than the screen's min): all past the limit, the
+    // screen stops there.
+    if (limit.above_us > 0 && r.min_us > limit.above_us) {
+      set_timing(r, Timed{r.median_us, r.min_us, r.max_us, 3, r.batch, true});
+      return r;
     }
     return r;
   }
@@ -394,10 +403,11 @@ TEST_F(BenchSearch, AClearlySlowerScreenStopsAtItsProbe) {
   }
   ASSERT_FALSE(first.aborted) << first.abort_reason;
   EXPECT_EQ(first.pruned, 2u);  // c on both shapes
-  EXPECT_EQ(m.abandon_of.at("toy/fp16/tokens=0/original"), 0.0) << "S is never pruned";
-  EXPECT_EQ(m.abandon_of.at("toy/fp16/tokens=0/f"), 0.0) << "nor the incumbent";
-  EXPECT_DOUBLE_EQ(m.abandon_of.at("toy/fp16/tokens=0/a"), 1.3 * 3.0);  // S's median only
-  EXPECT_DOUBLE_EQ(m.abandon_of.at("toy/fp16/tokens=0/c"), 1.3 * 1.0);  // the best of S's, a's, b's
+  EXPECT_EQ(m.limit_of.at("toy/fp16/tokens=0/original").above_us, 0.0) << "S is never pruned";
+  EXPECT_EQ(m.limit_of.at("toy/fp16/tokens=0/f").above_us, 0.0) << "nor the incumbent";
+  EXPECT_DOUBLE_EQ(m.limit_of.at("toy/fp16/tokens=0/a").above_us, 1.3 * 3.0);  // S's median only
+  EXPECT_DOUBLE_EQ(m.limit_of.at("toy/fp16/tokens=0/c").above_us, 1.3 * 1.0);  // the best of S's, a's, b's
+  EXPECT_EQ(m.limit_of.at("toy/fp16/tokens=0/c").probe_min_us, 0.0);
   for (const std::string shape : {"tokens=0", "tokens=1"}) {
     const BenchResult* c = find(first, "toy/fp16/" + shape + "/c", false);
     ASSERT_NE(c, nullptr);
@@ -424,6 +434,35 @@ TEST_F(BenchSearch, AClearlySlowerScreenStopsAtItsProbe) {
   ASSERT_NE(c, nullptr);
   EXPECT_TRUE(c->pruned);
   EXPECT_NEAR(c->median_us, 1.1 * 3.0, 1e-12);
+}
+
+// Below the probe's floor (the toy's calls take 1-7.5 us, the floor is 50 us) the first round of samples
+// decides: c (1.5 at tokens = 0, 3.0 at tokens = 1) is past 1.3 x a's median and stops after three samples,
+// with their figure rather than its probe's; b, d and e (within 1.3x) are timed in full, and so are S and
+// the incumbent f whatever they measure.
+TEST_F(BenchSearch, ASlowerScreenBelowTheProbeFloorStopsAfterItsFirstSamples) {
+  auto work = toy_groups(2, ids);
+  for (ShapeGroup& g : work) g.incumbent = "f";
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
+  ASSERT_FALSE(o.aborted) << o.abort_reason;
+  EXPECT_EQ(o.pruned, 2u);
+  EXPECT_EQ(m.limit_of.at("toy/fp16/tokens=0/c").probe_min_us, settings.prune_min_us);
+  for (const std::string shape : {"tokens=0", "tokens=1"}) {
+    const BenchResult* c = find(o, "toy/fp16/" + shape + "/c", false);
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(c->pruned);
+    EXPECT_EQ(c->samples, 3);
+    EXPECT_NEAR(c->median_us, 1.5 * (shape == "tokens=0" ? 1 : 2), 1e-12);  // its samples, not its probe
+    for (const char* id : {"original", "b", "d", "e", "f"}) {
+      const BenchResult* r = find(o, "toy/fp16/" + shape + "/" + id, false);
+      ASSERT_NE(r, nullptr);
+      EXPECT_FALSE(r->pruned) << id;
+      EXPECT_EQ(r->samples, 9) << id;
+    }
+  }
+  EXPECT_EQ(m.count("round c"), 0u);
 }
 
 TEST_F(BenchSearch, AKernelThatBreaksTheContextStopsTheRunAndTheRerunResumesAfterIt) {

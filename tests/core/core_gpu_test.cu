@@ -203,6 +203,20 @@ TEST(TimingGpu, LargeCopyNearTheCeilingAndShortKernelsReplayedInGraphs) {
   EXPECT_FALSE(left.abandoned);
   EXPECT_TRUE(left.graph);
   EXPECT_GE(left.samples, limited.min_samples);
+  // Where the probe may not decide (its floor above the call), the first round of graph-replayed samples
+  // does: every one past the limit, the call stops after them; within it, it is timed in full.
+  limited.abandon_probe_min_us = 8 * big.median_us;
+  limited.abandon_above_us = 0.5 * big.median_us;
+  KTUNE_ASSERT_OK(ktune::time_kernel(scale_set, 2, stream, limited, left));
+  EXPECT_TRUE(left.abandoned);
+  EXPECT_TRUE(left.graph);
+  EXPECT_EQ(left.samples, std::max(1, limited.min_samples / 2));
+  EXPECT_GT(left.min_us, limited.abandon_above_us);
+  EXPECT_GT(left.probe_us, limited.abandon_above_us) << "the probe alone would have stopped it";
+  limited.abandon_above_us = 4 * big.median_us;
+  KTUNE_ASSERT_OK(ktune::time_kernel(scale_set, 2, stream, limited, left));
+  EXPECT_FALSE(left.abandoned);
+  EXPECT_GE(left.samples, limited.min_samples);
 
   ktune::TimingResult empty;
   KTUNE_ASSERT_OK(ktune::time_empty_kernel(stream, ktune::TimingOptions{}, empty));

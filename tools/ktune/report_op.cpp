@@ -126,8 +126,9 @@ std::string search_sentence(const Selection& s) {
   return fmt::format("Halving search: {} screens passed the gate; {} were timed again because their spread was out of line "
                      "with their shape's other variants (above 10% and above 4x the shape's median spread), before they could "
                      "rank or drop a variant; {} stayed out of line after two retries and were kept among the finalists (a "
-                     "variant leaves them only on a clean screen); {} were left at their probe, a single call over 50 us "
-                     "and over 1.3x the shape's best checked median, too slow to reach the finalists; {} finalists were "
+                     "variant leaves them only on a clean screen); {} stopped early, measured above 1.3x the shape's best "
+                     "checked median (by their probe, a single call, where it took over 50 us; else, in searches since "
+                     "2026-11-27, by their first three graph replays), too slow to reach the finalists; {} finalists were "
                      "timed in interleaved rounds.",
                      x.screened, x.remeasured, x.still_noisy, x.pruned, x.finalists);
 }
