@@ -383,7 +383,8 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           const int samples = screen.spread <= s.tight_spread ? s.tight_samples : s.loose_samples;
           Timed t;
           BenchResult& r = refined[k];
-          // A pruned screen was never captured: its rounds try the graph (and fall back) as any other's.
+          // A screen stopped at its probe was never captured: its rounds try the graph (and fall back) as any
+          // other's.
           if (!m.round(g.items[fin[k]], samples, screen.batch > 1 || screen.pruned, t, r)) {
             live[k] = false;
             if (r.fatal) {

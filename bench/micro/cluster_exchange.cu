@@ -8,9 +8,9 @@
 //         its partial into every block's slot with st.async, completing on that block's mbarrier.
 //
 // Both run the same fp32 row kernel (register staging, 16-byte vectors, the residual kind optional) at
-// launch-bound shapes (T = 1 and 16, h = 4096 and 8192), next to a 16-byte copy of the same bytes. Each
-// time is the median of 15 replays of a graph of 200 calls rotating over sets that are three times the
-// L2 together; every variant's output is checked against a float64 reference first (exit 1 if not).
+// launch-bound shapes (T = 1 and 16, h = 4096 and 8192), next to a 16-byte copy of the same bytes, each
+// timed as the tune times a variant (ktune::time_kernel) over rotation sets that are three times the L2
+// together; every variant's output is checked against a float64 reference first (exit 1 if not).
 // Records: docs/gpu-log.md. Needs sm_90 (clusters); prints the device name first.
 #include <cuda_runtime.h>
 
@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <random>
 #include <vector>
+
+#include <ktune/timing.cuh>
 
 #include "kernels/common/norm_rows/common.cuh"
 
@@ -97,35 +99,22 @@ __global__ void copy16(const float4* __restrict__ a, float4* __restrict__ b, lon
     b[i] = a[i];
 }
 
-/// Median time per call of `launch(set, stream)` over a graph of 200 calls on rotating sets.
+/// Median time per call of `launch(set, stream)` over `sets` rotation sets, timed as the tune times every
+/// variant (ktune::time_kernel: graph replay, the events inside the graph, twice the L2 read before each).
 template <class Launch>
 double time_per_call(Launch&& launch, int sets, cudaStream_t stream) {
-  constexpr int calls = 200, replays = 15;
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
-  for (int i = 0; i < calls; ++i) launch((i * 37) % sets, stream);
-  check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
-  check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> us;
-  for (int r = 0; r < replays; ++r) {
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    us.push_back(ms * 1e3 / calls);
+  ktune::TimingResult t;
+  const ktune::Status st = ktune::time_kernel(
+      [&](std::size_t set) {
+        launch(static_cast<int>(set), stream);
+        return ktune::Status::success();
+      },
+      static_cast<std::size_t>(sets), stream, ktune::TimingOptions{}, t);
+  if (!st.ok()) {
+    std::fprintf(stderr, "ktune_cluster_exchange: timing: %s (%s)\n", st.message, cudaGetErrorString(st.cuda));
+    std::exit(2);
   }
-  std::sort(us.begin(), us.end());
-  check(cudaEventDestroy(start), "cudaEventDestroy");
-  check(cudaEventDestroy(stop), "cudaEventDestroy");
-  check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
-  check(cudaGraphDestroy(graph), "cudaGraphDestroy");
-  return us[us.size() / 2];
+  return t.median_us;
 }
 
 struct Shape {
