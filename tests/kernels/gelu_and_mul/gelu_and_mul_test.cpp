@@ -5,8 +5,10 @@
 // validation, the space, spec.json, the harness).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include <ktune/spec.hpp>
@@ -14,6 +16,7 @@
 #include "../common/act_and_mul/act_and_mul_tests.hpp"
 #include "kernels/gelu_and_mul/args.hpp"
 #include "kernels/gelu_and_mul/harness.hpp"
+#include "kernels/gelu_and_mul/normal_cdf.hpp"
 #include "kernels/gelu_and_mul/reference.hpp"
 #include "kernels/gelu_and_mul/space.hpp"
 
@@ -80,6 +83,46 @@ TEST(GeluAndMulSpec, FloatFormulaOfSPassesTheSpecToleranceAtOneElement) {
     }
   }
   EXPECT_GT(failed_without_floor, 0) << "the floor is needed: S's formula fails the bare relative L2 bound";
+}
+
+// The variants' Phi (normal_cdf.hpp) evaluated on the host (std::exp2 for the device's ex2.approx, whose
+// own error the GPU test covers): every float of [-8, 8] in steps of 2^-12 and beyond against float64.
+// Bounds from the fit (tools/fit_normal_cdf.py): 8.5e-8 absolute, 1.2e-5 relative below zero down to
+// x = -5.4 (S's form: 33% there); plus the special values S's form gives.
+TEST(GeluAndMulNormalCdf, WithinTheFitsBoundsOfFloat64) {
+  double max_abs = 0, max_rel = 0;
+  for (int i = -8 * 4096; i <= 8 * 4096; ++i) {
+    const float x = static_cast<float>(i) / 4096.0f;
+    const double ref = 0.5 * std::erfc(-static_cast<double>(x) * 0.70710678118654752440);
+    const double err = std::abs(static_cast<double>(op::normal_cdf(x)) - ref);
+    max_abs = std::max(max_abs, err);
+    if (x < 0 && x >= -5.4f) max_rel = std::max(max_rel, err / ref);
+  }
+  EXPECT_LE(max_abs, 1e-7);
+  EXPECT_LE(max_rel, 1.5e-5);
+  // Past the fitted range (t = |x| / sqrt 2 >= 4): exactly 0 and 1, as S's form rounds there.
+  EXPECT_EQ(op::normal_cdf(-5.7f), 0.0f);
+  EXPECT_EQ(op::normal_cdf(5.7f), 1.0f);
+  EXPECT_EQ(op::normal_cdf(0.0f), 0.5f);
+  EXPECT_EQ(op::normal_cdf(-0.0f), 0.5f);
+}
+
+TEST(GeluAndMulNormalCdf, SpecialValuesGiveTheReferencesProducts) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(op::normal_cdf(inf), 1.0f);
+  EXPECT_EQ(op::normal_cdf(-inf), 0.0f);
+  EXPECT_EQ(op::normal_cdf(nan), 0.0f);
+  EXPECT_EQ(op::normal_cdf(3.0e38f), 1.0f);
+  // gelu(x) y as the variants compute it, against the reference's special values.
+  const auto gelu_mul = [](float x, float y) { return x * op::normal_cdf(x) * y; };
+  EXPECT_EQ(gelu_mul(inf, 2.0f), inf);
+  EXPECT_TRUE(std::isnan(gelu_mul(-inf, 2.0f)));
+  EXPECT_TRUE(std::isnan(op::gelu_and_mul_reference(-inf, 2.0)));
+  EXPECT_TRUE(std::isnan(gelu_mul(nan, 2.0f)));
+  EXPECT_TRUE(std::isnan(gelu_mul(1.0f, nan)));
+  const float far = gelu_mul(-1000.0f, 5.0f);
+  EXPECT_EQ(far, 0.0f);
+  EXPECT_TRUE(std::signbit(far));
 }
 
 }  // namespace
