@@ -108,6 +108,14 @@ BenchResult GpuMeasurer::measure_copy_same_size(const ShapeGroup& g) {
   }
   r.cold_l2 = s.cold_l2 && rotations * set_bytes > 2 * s.l2_bytes;
 
+  // Its batch sized for the shape's figure, as every variant's (ktune/replay_batch.hpp).
+  TimingOptions options = to_options(s.timing);
+  if (const Status st = s.batch_figure(moved, options.batch_for_us); !st.ok()) {
+    s.cuda_failure(r, "error: ", st);
+    r.cacheable = r.fatal;
+    cudaFree(buf);
+    return r;
+  }
   PhaseScope phase(s.phases, PhaseTimes::timing);
   TimingResult tr;
   Status st = fill_uniform(reinterpret_cast<float*>(buf), rotations * set_bytes / 4, mix64(0xc0b1ull ^ static_cast<std::uint64_t>(moved)), -1.f, 1.f,
@@ -121,7 +129,7 @@ BenchResult GpuMeasurer::measure_copy_same_size(const ShapeGroup& g) {
                                                                   reinterpret_cast<uint4*>(buf + set * set_bytes + span), n);
           return Status::from_cuda(cudaGetLastError(), "the same-size copy kernel");
         },
-        rotations, s.stream, to_options(s.timing), tr);
+        rotations, s.stream, options, tr);
   if (!st.ok()) {
     s.cuda_failure(r, "error: timing the same-size copy: ", st);
     r.cacheable = r.fatal;

@@ -174,6 +174,8 @@ struct GpuMeasurer::State {
   std::map<std::string, std::vector<std::uint64_t>> gate_digests;
   std::uint64_t verify_draws = 0;       // fresh poison for every verification
   double launch_floor_us = -1;          // launch_floor's figure, measured once per process
+  double launch_probe_us = -1;          // with it: an empty kernel's fastest single call, event to event
+  double batch_for_us = 0;              // the current shape's figure every timing sizes its batch for
 
   // The gate on the device: the reference of each output, uploaded once per shape.
   bool device_compare = false;
@@ -232,6 +234,10 @@ struct GpuMeasurer::State {
   /// One launch of an empty kernel, the larger of a plain launch and a one-launch graph (events inside),
   /// each the fastest of five: what launch_floor keeps from the first call.
   Status measure_launch_floor(double& us);
+  /// The figure every call of a shape moving `moved` bytes sizes its replay batch for
+  /// (TimingOptions::batch_for_us): a single call's latency (an empty kernel's probe) plus the bytes at
+  /// the copy ceiling, what the probe of a call at the copy's speed takes. 0 without a copy ceiling.
+  Status batch_figure(double moved, double& us);
 
   /// The judge's check of timed calls (docs/judge.md, "the timed calls do the work"): two rotation sets
   /// get their inputs checked and their write-only outputs overwritten with fresh random numbers (not

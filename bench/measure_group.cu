@@ -76,6 +76,7 @@ void GpuMeasurer::State::release() {
   harness = nullptr;
   checked = nullptr;
   bytes_moved = 0;
+  batch_for_us = 0;
   seed = 0;
   set_bytes = 0;
   rotations = 1;
@@ -101,6 +102,7 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   HostGroup hg = s.prefetch->take(s.host_request(g.op, g.dtype, g.shape, with_reference));
   if (!hg.error.empty()) return hg.error;
   s.bytes_moved = hg.bytes_moved;
+  if (const Status st = s.batch_figure(s.bytes_moved, s.batch_for_us); !st.ok()) return describe(st);
   s.tensors = std::move(hg.tensors);
   s.reference = std::move(hg.reference);
   s.ref_norms = std::move(hg.norms);

@@ -20,7 +20,7 @@ Status GpuMeasurer::State::prepare_timer(Prepared& p, const TimingSettings& t, b
   // kept for every round; its event nodes name this state's two events, which each round reads right
   // after its replay.
   if (t.graph && graph) {
-    const int batch = ktune::detail::graph_batch(t.graph_sample_us, one_us, t.max_batch);
+    const int batch = replay_batch(t.graph_sample_us, t.max_batch, batch_for_us, one_us);
     ktune::detail::GraphGuard g;
     if (ktune::detail::capture_timed_batch(stream, batch, ev_start, ev_stop, [&] { return launch(p); }, g)) {
       p.batch = batch;
@@ -76,6 +76,7 @@ bool GpuMeasurer::time(const WorkItem& item, const TimingSettings& timing, Timed
     TimingOptions options = to_options(timing);
     options.abandon_above_us = limit.above_us;
     options.abandon_probe_min_us = limit.probe_min_us;
+    options.batch_for_us = s.batch_for_us;
     KTUNE_TRY(time_kernel([&](std::size_t set) { return v->run(s.args[set].get(), s.stream); }, s.rotations, s.stream,
                           options, tr));
     out = to_timed(tr);

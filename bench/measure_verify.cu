@@ -23,6 +23,15 @@ Status GpuMeasurer::State::launch_floor(double& us) {
   return Status::success();
 }
 
+Status GpuMeasurer::State::batch_figure(double moved, double& us) {
+  us = 0;
+  if (copy_gbps <= 0 || moved <= 0) return Status::success();
+  double floor_us = 0;
+  KTUNE_TRY(launch_floor(floor_us));  // measures launch_probe_us with it, once
+  us = launch_probe_us + moved / (copy_gbps * 1e3);
+  return Status::success();
+}
+
 Status GpuMeasurer::State::measure_launch_floor(double& us) {
   KTUNE_TRY(ensure_events());
   auto empty = [&]() -> Status {
@@ -32,6 +41,7 @@ Status GpuMeasurer::State::measure_launch_floor(double& us) {
   };
   double plain = 0;  // event to event around a plain launch
   KTUNE_TRY(ktune::detail::fastest_single_call(stream, ev_start, ev_stop, empty, plain));
+  launch_probe_us = plain;
   // And as verify_work times a call: a warm single-call graph with the events as its nodes.
   ktune::detail::GraphGuard g;
   if (!ktune::detail::capture_timed_batch(stream, 1, ev_start, ev_stop, empty, g)) {

@@ -352,13 +352,17 @@ class Runner {
 
   /// rounds_ rounds of ktune::time_kernel over the rotation, the three calls in an order rotated each
   /// round (so none always follows the same one); each call's time is the median of its rounds' medians.
+  /// All replay the batch the first call's probe gives (TimingOptions::batch_for_us), so a replay's fixed
+  /// cost weighs the same on the three (ktune/replay_batch.hpp).
   Status time_rounds(const Job& job, ShapeResult& r) {
+    TimingOptions options;
     for (int round = 0; round < rounds_; ++round) {
       for (int k = 0; k < call_kinds; ++k) {
         const int c = (round + k) % call_kinds;
         TimingResult t;
         KTUNE_TRY(time_kernel([&](std::size_t set) { return job.op->calls[c](job.dtype, args_[set].get(), stream_); },
-                              rotations_, stream_, TimingOptions{}, t));
+                              rotations_, stream_, options, t));
+        if (options.batch_for_us == 0) options.batch_for_us = t.probe_us;
         r.timing[c].round_us.push_back(t.median_us);
         r.timing[c].batch = t.batch;
         r.timing[c].graph = r.timing[c].graph && t.graph;

@@ -134,8 +134,8 @@ std::string json_text(const RunInfo& run, const std::vector<ShapeResult>& result
   j["gpu"] = {{"name", run.gpu},          {"arch", run.arch},     {"sms", run.sms},
               {"l2_bytes", run.l2_bytes}, {"driver", run.driver}, {"runtime", run.runtime}};
   j["timing"] = {{"timer",
-                  "ktune::time_kernel with ktune::TimingOptions{} (graph replay, events inside the graph, "
-                  "cold L2 by rotation and flush_l2 before each replay)"},
+                  "ktune::time_kernel (graph replay, events inside the graph, cold L2 by rotation and flush_l2 "
+                  "before each replay; the three calls replay one batch, sized by the first call's probe)"},
                  {"rounds", run.rounds},
                  {"order", "rotated each round"},
                  {"statistic", "median of the rounds' medians"}};
@@ -205,7 +205,8 @@ std::string markdown_text(const RunInfo& run, const std::vector<ShapeResult>& re
       "(`kernels/<op>/original.cuh`), as the tune runs it; **tuned**, ktune's public API (the tuned dispatch).\n";
   md +=
       "- Timing: `ktune::time_kernel` as the tune times (graph replay, events inside the graph, cold L2: rotation "
-      "over input/output sets and an L2 flush before each replay), " +
+      "over input/output sets and an L2 flush before each replay; the three calls replay one batch, so a replay's "
+      "fixed cost weighs the same on each), " +
       std::to_string(run.rounds) +
       " rounds with the three calls in an order rotated each round; each time is the median of the rounds' "
       "medians. Ratios are times over upstream's: **below 1.00 is faster than upstream**.\n";

@@ -14,6 +14,9 @@
 //   every replay is preceded, outside the timed region, by a read of twice the L2 (flush_l2): else the
 //   sets of one replay, batch x set bytes, stay in L2 for the next whenever they fit, and a short kernel's
 //   time depends on the batch its probe gave it.
+// - A replay also has a fixed cost of its own, which each launch carries divided by the batch: calls to be
+//   compared are given one figure to size their batch for (TimingOptions::batch_for_us), so they replay
+//   the same number of launches (ktune/replay_batch.hpp).
 // - The copy ceiling (DESIGN.md contract 8): the best of cudaMemcpyAsync device-to-device and a
 //   16-bytes-per-thread copy kernel over at least 1 GiB, bytes read plus written, median of >= 10.
 #pragma once
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "fill.cuh"
+#include "replay_batch.hpp"
 #include "status.hpp"
 
 namespace ktune {
@@ -42,6 +46,10 @@ struct TimingOptions {
   bool graph = true;              ///< graph replay with the events inside the graph (else launch by launch)
   double graph_sample_us = 500.0; ///< aim for a replay of about this long
   int max_batch = 256;
+  /// > 0: the batch is sized for a call of this many us instead of the call's own probe, so every call
+  /// given the same figure (a search gives one per shape) replays the same number of launches and carries
+  /// the same share of a replay's fixed cost (ktune/replay_batch.hpp); 0: sized by the probe.
+  double batch_for_us = 0;
   /// > 0: a call measured slower than this is not timed in full, and its result is marked abandoned (a
   /// search's clearly slower variant): the probe alone (the fastest of three single calls, launch latency
   /// included) when the probe is above this and above abandon_probe_min_us; else, under graph replay,
@@ -57,7 +65,7 @@ struct TimingResult {
   int samples = 0;
   int batch = 1;        ///< launches per sample (>1 means graph replay)
   bool graph = false;
-  double probe_us = 0;  ///< the fastest single call, event to event (it sizes the batch)
+  double probe_us = 0;  ///< the fastest single call, event to event (it sizes the batch, or caps it)
   bool abandoned = false;  ///< above abandon_above_us: the probe alone (one sample) or the first round
   std::vector<double> samples_us;
   double spread() const { return median_us > 0 ? (max_us - min_us) / median_us : 0; }
@@ -171,11 +179,6 @@ inline Status flush_l2(cudaStream_t stream) {
 }
 
 namespace detail {
-/// Launches per replay: about `sample_us` of work for a call that took `one_us` alone, 2 to max_batch.
-inline int graph_batch(double sample_us, double one_us, int max_batch) {
-  return static_cast<int>(std::clamp(sample_us / std::max(one_us, 1.0), 2.0, static_cast<double>(std::max(2, max_batch))));
-}
-
 /// The fastest of three single calls, event to event (their launch latency included), in `us`: it sizes
 /// the batch (one slow launch, seen on an H200 at twice a 10 us kernel's time, would make it too small).
 template <class Enqueue>
@@ -250,7 +253,7 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
   detail::GraphGuard g;
   int batch = 1;
   if (opt.graph) {
-    const int b = detail::graph_batch(opt.graph_sample_us, one_us, opt.max_batch);
+    const int b = replay_batch(opt.graph_sample_us, opt.max_batch, opt.batch_for_us, one_us);
     if (detail::capture_timed_batch(stream, b, ev.start, ev.stop, enqueue, g)) {
       KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));  // warm the graph itself
       KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));

@@ -265,6 +265,49 @@ TEST(TimingGpu, GraphReplaysOfShortKernelsStartFromAColdL2) {
   EXPECT_GT(cold.median_us, 1.15 * warm.median_us) << "replays of the rotation found their sets in L2";
 }
 
+// A replay has a fixed cost of its own that each launch carries divided by the batch, so calls of one shape
+// are given one figure to size their batches for (ktune/replay_batch.hpp): a call and one twice as long get
+// the same batch, and the same call replayed 8 launches at a time measures slower than 64 at a time.
+TEST(TimingGpu, CallsGivenOneFigureReplayTheSameBatch) {
+  KTUNE_REQUIRE_GPU();
+  const std::size_t n = (std::size_t{256} << 10) / sizeof(float4);
+  ktune::test::DeviceBuffer<float4> buf(4 * n);
+  ASSERT_NE(buf.ptr, nullptr);
+  KTUNE_ASSERT_OK(ktune::fill_uniform(reinterpret_cast<float*>(buf.ptr), 16 * n, 11, -1.f, 1.f));
+  ktune::test::Stream stream;
+  ASSERT_NE(stream.s, nullptr);
+  auto scale = [&](std::size_t elements) {
+    return [&, elements](std::size_t) -> ktune::Status {
+      scale_kernel<<<static_cast<unsigned>((elements + 255) / 256), 256, 0, stream.s>>>(buf.ptr, buf.ptr + 2 * n, elements);
+      KTUNE_CHECK_LAUNCH();
+      return ktune::Status::success();
+    };
+  };
+  ktune::TimingOptions o;
+  o.graph_sample_us = 250;
+  o.batch_for_us = 5.0;  // 50 launches
+  ktune::TimingResult one, two;
+  KTUNE_ASSERT_OK(ktune::time_kernel(scale(n), 1, stream.s, o, one));
+  KTUNE_ASSERT_OK(ktune::time_kernel(scale(2 * n), 1, stream.s, o, two));
+  ASSERT_TRUE(one.graph && two.graph);
+  EXPECT_EQ(one.batch, 50);
+  EXPECT_EQ(two.batch, 50) << "a call twice as long keeps the shape's batch";
+  EXPECT_GT(two.median_us, one.median_us);
+
+  // The fixed cost: the same call at 8 and at 64 launches per replay, t(b) = t + c / b.
+  ktune::TimingResult at8, at64;
+  o.batch_for_us = 250.0 / 8;
+  KTUNE_ASSERT_OK(ktune::time_kernel(scale(n), 1, stream.s, o, at8));
+  o.batch_for_us = 250.0 / 64;
+  KTUNE_ASSERT_OK(ktune::time_kernel(scale(n), 1, stream.s, o, at64));
+  ASSERT_EQ(at8.batch, 8);
+  ASSERT_EQ(at64.batch, 64);
+  const double cost = (at8.median_us - at64.median_us) / (1.0 / 8 - 1.0 / 64);
+  std::printf("[ timing ] one call %.3f us at 8 launches per replay, %.3f us at 64: a replay's fixed cost %.2f us\n",
+              at8.median_us, at64.median_us, cost);
+  EXPECT_GT(at8.median_us, at64.median_us) << "a replay's fixed cost weighs more on a smaller batch";
+}
+
 TEST(TimingGpu, RotationsLeaveL2Cold) {
   EXPECT_EQ(ktune::rotations_for_cold_l2(std::size_t{1} << 30, 50 << 20), 2u);
   EXPECT_EQ(ktune::rotations_for_cold_l2(10 << 20, 50 << 20), 12u);  // 10 sets + 2 > 100 MB
