@@ -1,6 +1,7 @@
 // bench/measure_timing.cu: timing a variant that passed the gate: ktune::time_kernel over the rotation
 // (measure, the search's screens and re-timed screens), and the search's finalists' rounds, each timer
 // (warm-up, batch, graph) prepared once and sampled in every round; the judge checks every timing after it.
+// Every timing of a shape sizes its replay batch for the shape's one figure (batch_figure).
 #include "measure_detail.cuh"
 
 #include <utility>
@@ -9,6 +10,15 @@
 #include "retest.hpp"
 
 namespace ktune::bench {
+
+Status GpuMeasurer::State::batch_figure(double moved, double& us) {
+  us = 0;
+  if (copy_gbps <= 0 || moved <= 0) return Status::success();
+  double floor_us = 0;
+  KTUNE_TRY(launch_floor(floor_us));  // measures launch_probe_us with it, once
+  us = launch_probe_us + moved / (copy_gbps * 1e3);
+  return Status::success();
+}
 
 Status GpuMeasurer::State::prepare_timer(Prepared& p, const TimingSettings& t, bool graph) {
   for (int i = 0; i < t.warmup; ++i) KTUNE_TRY(launch(p));

@@ -23,15 +23,6 @@ Status GpuMeasurer::State::launch_floor(double& us) {
   return Status::success();
 }
 
-Status GpuMeasurer::State::batch_figure(double moved, double& us) {
-  us = 0;
-  if (copy_gbps <= 0 || moved <= 0) return Status::success();
-  double floor_us = 0;
-  KTUNE_TRY(launch_floor(floor_us));  // measures launch_probe_us with it, once
-  us = launch_probe_us + moved / (copy_gbps * 1e3);
-  return Status::success();
-}
-
 Status GpuMeasurer::State::measure_launch_floor(double& us) {
   KTUNE_TRY(ensure_events());
   auto empty = [&]() -> Status {
