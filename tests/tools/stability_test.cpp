@@ -253,6 +253,12 @@ TEST(ToolRegret, RoundMediansWhenTheWinnerWasAFinalistHere) {
   EXPECT_DOUBLE_EQ(r.winner_before_us, 2.2);
   EXPECT_DOUBLE_EQ(r.fastest_us, 2.0);
   EXPECT_NEAR(*r.value, 0.1, 1e-12);
+  // Each time's spread at its level goes with it (the finalists' rounds: 0.004), kept through the JSON.
+  EXPECT_DOUBLE_EQ(r.winner_before_spread, 0.004);
+  EXPECT_DOUBLE_EQ(r.fastest_spread, 0.004);
+  const Regret back = regret_from_json(regret_json(r));
+  EXPECT_DOUBLE_EQ(back.winner_before_spread, r.winner_before_spread);
+  EXPECT_DOUBLE_EQ(back.fastest_spread, r.fastest_spread);
 }
 
 TEST(ToolRegret, ScreenMediansWhenTheWinnerWasNotAFinalistHere) {
@@ -266,6 +272,7 @@ TEST(ToolRegret, ScreenMediansWhenTheWinnerWasNotAFinalistHere) {
   EXPECT_EQ(r.fastest, "c");
   EXPECT_DOUBLE_EQ(r.winner_before_us, 2.5);
   EXPECT_DOUBLE_EQ(r.fastest_us, 1.9);
+  EXPECT_DOUBLE_EQ(r.winner_before_spread, 0.01) << "the screens' spreads at the screens' level";
   EXPECT_NEAR(*r.value, 2.5 / 1.9 - 1, 1e-12);
   EXPECT_EQ(regret_words(r), "31.6% (screens)");
 }
@@ -392,7 +399,9 @@ TEST(ToolRegret, CompareJudgesTheEarlierWinnerInThisRunOnly) {
   const std::string text = regret_text({{"nvidia-h200/toyop", rows}});
   EXPECT_NE(text.find("Target: p95 at most 1.0%, largest at most 3.0%."), std::string::npos) << text;
   EXPECT_NE(text.find("nvidia-h200/toyop/fp32"), std::string::npos) << text;
-  EXPECT_NE(text.find("nvidia-h200/toyop/fp32/tokens=1,d=1024: 5.0% on rounds: a 1.05 us against b 1 us"), std::string::npos)
+  EXPECT_NE(text.find("nvidia-h200/toyop/fp32/tokens=1,d=1024: 5.0% on rounds: a 1.05 us (spread 0.4%) against b 1 us "
+                      "(spread 0.4%)"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("nvidia-h200/toyop/fp32/tokens=1,d=2048: BEFORE's winner c: not measured in this run"),
             std::string::npos)
@@ -448,7 +457,7 @@ TEST(ToolRegret, ASectionWrittenBeforeRegretLoadsWithItDerivedAndRenders) {
   EXPECT_EQ(dump_json(to_json(back), 6), dump_json(with, 6));  // as `ktune compare` would have written it
   const std::string md = stability_markdown(back);
   EXPECT_NE(md.find("| fp32 | 2 | 0.0% | 5.0% | 5.0% | 0 | 1 | no |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| fp32 | tokens=1,d=1024 | `a` | `b` | 1.05 | 1.00 | rounds | 5.0% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fp32 | tokens=1,d=1024 | `a` | `b` | 1.05 | 1.00 | 0.4% / 0.4% | rounds | 5.0% |"), std::string::npos) << md;
   EXPECT_NE(md.find("| none: not measured in this run |"), std::string::npos) << md;
 }
 
@@ -472,7 +481,7 @@ TEST(ToolRegret, TheReportsLeadTheRunToRunSectionWithRegret) {
             std::string::npos)
       << index;
   EXPECT_NE(index.find("| [toyop](toyop.md) | fp32 | 2 | 0.0% | 5.0% | 5.0% | 0 | 1 | no |"), std::string::npos) << index;
-  EXPECT_NE(index.find("| [toyop](toyop.md) | fp32 | tokens=1,d=1024 | `a` | `b` | 1.05 | 1.00 | rounds | 5.0% |"),
+  EXPECT_NE(index.find("| [toyop](toyop.md) | fp32 | tokens=1,d=1024 | `a` | `b` | 1.05 | 1.00 | 0.4% / 0.4% | rounds | 5.0% |"),
             std::string::npos)
       << index;
   EXPECT_EQ(index.find("winner held"), std::string::npos);

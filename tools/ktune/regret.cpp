@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
+#include <utility>
 
 #include "stability.hpp"
 
@@ -33,25 +33,28 @@ Regret regret_of(const std::string& winner_before, const ShapeResult& now) {
     r.none = fmt::format("{} in this run", to_string(w->verdict));
     return r;
   }
-  // (time, id): the smaller id breaks a tie, as the selection's ranking does.
-  std::optional<std::pair<double, std::string>> best_round, best_screen;
+  // The fastest at each level by (time, id): the smaller id breaks a tie, as the selection's ranking does.
+  const auto key = [](const Measure& m, const VariantResult& v) { return std::make_pair(m.median_us, v.id); };
+  const VariantResult *round_v = nullptr, *screen_v = nullptr;
   for (const VariantResult& v : now.variants) {
     if (v.id == "original" || v.verdict != Verdict::ok) continue;
-    if (v.retest && (!best_round || std::make_pair(v.retest->median_us, v.id) < *best_round))
-      best_round = {{v.retest->median_us, v.id}};
-    if (v.sweep && (!best_screen || std::make_pair(v.sweep->median_us, v.id) < *best_screen))
-      best_screen = {{v.sweep->median_us, v.id}};
+    if (v.retest && (!round_v || key(*v.retest, v) < key(*round_v->retest, *round_v))) round_v = &v;
+    if (v.sweep && (!screen_v || key(*v.sweep, v) < key(*screen_v->sweep, *screen_v))) screen_v = &v;
   }
   // Both times on one footing: round medians where the winner was a finalist here (the footing the
   // selection ranks finalists on), else screen medians.
-  if (w->retest && best_round) {
-    r.level = "rounds";
-    r.winner_before_us = w->retest->median_us;
-    std::tie(r.fastest_us, r.fastest) = *best_round;
-  } else if (w->sweep && best_screen) {
-    r.level = "screens";
-    r.winner_before_us = w->sweep->median_us;
-    std::tie(r.fastest_us, r.fastest) = *best_screen;
+  const auto take = [&](const char* level, const Measure& winner, const VariantResult& fastest, const Measure& f) {
+    r.level = level;
+    r.winner_before_us = winner.median_us;
+    r.winner_before_spread = winner.spread;
+    r.fastest = fastest.id;
+    r.fastest_us = f.median_us;
+    r.fastest_spread = f.spread;
+  };
+  if (w->retest && round_v) {
+    take("rounds", *w->retest, *round_v, *round_v->retest);
+  } else if (w->sweep && screen_v) {
+    take("screens", *w->sweep, *screen_v, *screen_v->sweep);
   } else {
     r.none = "not timed in this run";
     return r;
@@ -73,8 +76,12 @@ void derive_regret(Selection& s) {
     if (d)
       for (const ShapeResult& x : d->shapes)
         if (x.key == row.shape) sh = &x;
-    if (sh) row.regret = regret_of(row.winner_before, *sh);
-    else row.regret = Regret{std::nullopt, "", "", 0, 0, "the shape is not in this run"};
+    if (sh) {
+      row.regret = regret_of(row.winner_before, *sh);
+    } else {
+      row.regret = Regret{};
+      row.regret->none = "the shape is not in this run";
+    }
   }
 }
 
@@ -112,8 +119,13 @@ std::string regret_words(const std::optional<Regret>& r) {
 
 nlohmann::ordered_json regret_json(const Regret& r) {
   if (!r.value) return {{"none", r.none}};
-  return {{"level", r.level}, {"value", *r.value}, {"fastest", r.fastest}, {"winner_before_us", r.winner_before_us},
-          {"fastest_us", r.fastest_us}};
+  return {{"level", r.level},
+          {"value", *r.value},
+          {"fastest", r.fastest},
+          {"winner_before_us", r.winner_before_us},
+          {"fastest_us", r.fastest_us},
+          {"winner_before_spread", r.winner_before_spread},
+          {"fastest_spread", r.fastest_spread}};
 }
 
 Regret regret_from_json(const nlohmann::ordered_json& j) {
@@ -127,6 +139,8 @@ Regret regret_from_json(const nlohmann::ordered_json& j) {
   r.fastest = j.at("fastest").get<std::string>();
   r.winner_before_us = j.at("winner_before_us").get<double>();
   r.fastest_us = j.at("fastest_us").get<double>();
+  r.winner_before_spread = j.value("winner_before_spread", 0.0);  // absent from sections before 2026-11-27
+  r.fastest_spread = j.value("fastest_spread", 0.0);
   return r;
 }
 
@@ -169,8 +183,9 @@ std::string regret_text(const std::vector<std::pair<std::string, std::vector<Sta
   if (!worst.empty()) o += "largest regrets:\n";
   for (const OpRow& w : worst) {
     const Regret& r = *w.row.regret;
-    o += fmt::format("  {}/{}/{}: {} on {}: {} {:.3g} us against {} {:.3g} us\n", w.op, w.row.dtype, w.row.shape,
-                     pct(*r.value), r.level, w.row.winner_before, r.winner_before_us, r.fastest, r.fastest_us);
+    o += fmt::format("  {}/{}/{}: {} on {}: {} {:.3g} us (spread {}) against {} {:.3g} us (spread {})\n", w.op,
+                     w.row.dtype, w.row.shape, pct(*r.value), r.level, w.row.winner_before, r.winner_before_us,
+                     pct(r.winner_before_spread), r.fastest, r.fastest_us, pct(r.fastest_spread));
   }
   bool any = false;
   for (const OpRow& w : labelled)

@@ -112,6 +112,9 @@ struct Regret {
   std::string level;            ///< "rounds" (retest medians) or "screens" (sweep medians: not a finalist here)
   std::string fastest;          ///< this run's fastest variant at `level`
   double winner_before_us = 0, fastest_us = 0;  ///< their medians at `level` in this run
+  /// Their spreads at `level` in this run: a regret whose winner's spread is far above the fastest's comes
+  /// from a disturbed measurement of the winner, not from a slower kernel.
+  double winner_before_spread = 0, fastest_spread = 0;
   std::string none;             ///< why there is no value (the winner not measured, or not correct, here)
 };
 

@@ -231,7 +231,8 @@ const char* const regret_intro =
     "The headline is the user's regret: the earlier run's winner (the committed tune's) timed in this run against this "
     "run's fastest variant at the same level, t(winner before) / t(fastest) - 1, never below 0: on round medians where "
     "that winner was a finalist here, else on screen medians (marked \"screens\"); a shape whose earlier winner is missing "
-    "or not correct here has none, and says why.";
+    "or not correct here has none, and says why. The largest regrets give both times' spreads here (winner before / "
+    "fastest): a winner's spread far above the fastest's marks a disturbed measurement of it, not a slower kernel.";
 
 const char* const stability_controls =
     "The winners' stability follows as controls: whether the winner held, changed within the band (each run's winner "
@@ -251,8 +252,9 @@ const std::vector<std::string> summary_head = {"shapes", "p50 regret", "p95 regr
 const std::string summary_align = "rrrrrrlrr";
 
 Table worst_table(const std::vector<OpRow>& rows, bool with_op) {
-  Table t{{"dtype", "shape", "winner before", "fastest here", "winner before (us)", "fastest (us)", "level", "regret"},
-          "llllrrlr",
+  Table t{{"dtype", "shape", "winner before", "fastest here", "winner before (us)", "fastest (us)", "spreads", "level",
+           "regret"},
+          "llllrrrlr",
           {}};
   if (with_op) {
     t.head.insert(t.head.begin(), "op");
@@ -261,7 +263,8 @@ Table worst_table(const std::vector<OpRow>& rows, bool with_op) {
   for (const OpRow& w : worst_regrets(rows)) {
     const Regret& r = *w.row.regret;
     std::vector<Cell> row{w.row.dtype, w.row.shape, code_cell(w.row.winner_before), code_cell(r.fastest),
-                          sig3(r.winner_before_us), sig3(r.fastest_us), r.level, pct1(*r.value)};
+                          sig3(r.winner_before_us), sig3(r.fastest_us),
+                          pct1(r.winner_before_spread) + " / " + pct1(r.fastest_spread), r.level, pct1(*r.value)};
     if (with_op) row.insert(row.begin(), Cell(w.op, Cell::op_link));
     t.rows.push_back(std::move(row));
   }
