@@ -5,7 +5,8 @@
 // half-rate ALU pipe, and at 16-bit dtypes that made the kernel compute-bound: the same variant moved a
 // 64 MB+ call at 91-94% of a same-size copy, against 102-103% for gelu_tanh_and_mul and silu_and_mul
 // (reports/nvidia-h200, 2026-11-27). Here Phi takes a degree-9 polynomial, one MUFU.EX2 and four ALU
-// operations.
+// operations; with it the 16-bit calls of 16 MB and more run at 98-102% of a same-size copy on an H200
+// (docs/gpu-log.md, 2026-11-27, "one batch per shape").
 //
 // The form: with t = |x| / sqrt 2, h(t) = erfc(t) / 2 = 2^p(t / 4) where p is a polynomial fitted to
 // log2(erfc(4u) / 2) on u in [0, 1] (tools/fit_normal_cdf.py prints these coefficients and the error
