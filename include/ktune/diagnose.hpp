@@ -38,6 +38,9 @@ inline constexpr const char* launch_bound_grid = "launch_bound_grid";
 inline constexpr const char* launch_bound_time = "launch_bound_time";
 inline constexpr const char* excess_dram_traffic = "excess_dram_traffic";
 inline constexpr const char* spills = "spills";
+/// Why a large call falls short of the copy with few warps resident: where its warps' cycles go.
+inline constexpr const char* barrier_stalls = "barrier_stalls";
+inline constexpr const char* memory_latency = "memory_latency";
 /// Not advice: the call moved the spec's bytes faster than DRAM can, so its time (and every finding
 /// drawn from it) is not a measurement of the work; the judge rejects such a time as implausible_time.
 inline constexpr const char* implausible_bandwidth = "implausible_bandwidth";
@@ -64,6 +67,17 @@ struct Thresholds {
   double excess_min_bytes = 4.0 * (1 << 20);
   /// Local memory per thread above this many bytes: spills (or run-time indexed arrays).
   std::int64_t spill_bytes = 0;
+  /// The stall rules look at calls of at least bandwidth_min_bytes below this % of the copy ceiling (the
+  /// reports' target for such calls) whose kernel keeps fewer than stall_occupancy of the warps resident:
+  /// with most warps resident a stalled warp's issue slot goes to another, and the shares do not say what
+  /// holds the call back.
+  double near_ceiling_pct = 95.0;
+  double stall_occupancy = 0.5;
+  /// Share of a warp's cycles between two issued instructions spent waiting at block barriers ...
+  double barrier_share = 0.25;
+  /// ... or on global memory (long scoreboard) for the finding to fire. A kernel at the copy waits on
+  /// memory 75-95% of them with 80-90% of the warps resident (H200 profiles of the shipped ops).
+  double long_scoreboard_share = 0.5;
   /// Spec bytes / device time above the copy ceiling by more than this fraction (or the timing's spread,
   /// when larger) is implausible: no call moves its bytes faster than DRAM. The judge's margin.
   double implausible_margin = judge::implausible_margin;
@@ -98,6 +112,13 @@ inline std::string next_structure(const std::string& rule) {
   if (rule == rules::excess_dram_traffic)
     return "read each byte once: keep the row in registers or shared memory between its passes";
   if (rule == rules::spills) return "no run-time indexed per-thread arrays, or a smaller vpt";
+  if (rule == rules::barrier_stalls)
+    return "loads in flight while a block waits at its barrier: more resident blocks per SM (fewer registers per "
+           "thread, a smaller vpt), or the row's reduction without a block barrier (a warp or a cluster per row)";
+  if (rule == rules::memory_latency)
+    return "more independent loads in flight per warp: more loads per thread before the first use (vpt, heads per "
+           "thread), the next unit's loads issued before this unit's dependent loads (software pipelining), or more "
+           "resident warps (fewer registers per thread)";
   return {};
 }
 
@@ -245,6 +266,47 @@ inline void launch_grid(const KernelMetrics& k, const ProfileRecord& r, const Th
   out.push_back(std::move(f));
 }
 
+/// The share of a kernel's warp cycles per issued instruction stalled for `reason` (the stalls' sum).
+inline std::optional<double> stall_share(const KernelMetrics& k, const std::string& reason) {
+  double total = 0;
+  for (const auto& [name, v] : k.stalls) total += v;
+  const auto it = k.stalls.find(reason);
+  if (it == k.stalls.end() || !(total > 0)) return std::nullopt;
+  return it->second / total;
+}
+
+/// A kernel of a large call short of the copy, with few warps resident: its stalls say what to change.
+/// `pct` is the call's bandwidth in % of the copy ceiling.
+inline void stalls(const KernelMetrics& k, double pct, const Thresholds& t, std::vector<Finding>& out) {
+  if (!k.achieved_occupancy || !(*k.achieved_occupancy < t.stall_occupancy)) return;
+  const std::string context = fmt(" with %.0f%% of the warps resident", 100 * *k.achieved_occupancy) +
+                              fmt(", the profiled call at %.0f%% of the copy ceiling", pct);
+  if (const auto share = stall_share(k, "barrier"); share && *share >= t.barrier_share) {
+    Finding f;
+    f.rule = rules::barrier_stalls;
+    f.kernel = k.name;
+    f.metric = "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio over the sum of the stall reasons";
+    f.value = *share;
+    f.comparison = ">=";
+    f.threshold = t.barrier_share;
+    f.message = fmt("warps wait at block barriers %.0f%% of their cycles", 100 * *share) + context +
+                ": a waiting warp issues nothing, and too few others are resident to issue in its place";
+    out.push_back(std::move(f));
+  }
+  if (const auto share = stall_share(k, "long_scoreboard"); share && *share >= t.long_scoreboard_share) {
+    Finding f;
+    f.rule = rules::memory_latency;
+    f.kernel = k.name;
+    f.metric = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio over the sum of the stall reasons";
+    f.value = *share;
+    f.comparison = ">=";
+    f.threshold = t.long_scoreboard_share;
+    f.message = fmt("warps wait on global memory %.0f%% of their cycles", 100 * *share) + context +
+                ": too few bytes in flight to cover DRAM latency";
+    out.push_back(std::move(f));
+  }
+}
+
 inline void spill(const KernelMetrics& k, const Thresholds& t, std::vector<Finding>& out) {
   if (!k.local_bytes || !(*k.local_bytes > t.spill_bytes)) return;
   Finding f;
@@ -336,13 +398,15 @@ inline std::string kernel_metrics_text(const KernelMetrics& k) {
   return s;
 }
 
-/// All findings for `r`, in a fixed order: per kernel (launch order) coalescing, occupancy, grid and
-/// spills; then the whole-call rules (launch floor, bandwidth, excess traffic). A call that moved its
-/// bytes faster than DRAM can gets one finding instead, implausible_bandwidth: its time and counters do
-/// not measure the work, so no advice is drawn from them (the judge rejects it as implausible_time).
+/// All findings for `r`, in a fixed order: per kernel (launch order) coalescing, occupancy, grid, spills
+/// and, for a large call short of the copy, its stalls; then the whole-call rules (launch floor,
+/// bandwidth, excess traffic). A call that moved its bytes faster than DRAM can gets one finding instead,
+/// implausible_bandwidth: its time and counters do not measure the work, so no advice is drawn from them
+/// (the judge rejects it as implausible_time).
 inline std::vector<Finding> diagnose(const ProfileRecord& r, const Thresholds& t = {}) {
   std::vector<Finding> out;
-  if (const std::optional<Bandwidth> b = bandwidth(r, t); b && b->implausible) {
+  const std::optional<Bandwidth> bw = bandwidth(r, t);
+  if (const std::optional<Bandwidth>& b = bw; b && b->implausible) {
     Finding f;
     f.rule = rules::implausible_bandwidth;
     f.metric = b->spec_bytes ? "spec bytes / device time, over the copy ceiling"
@@ -358,12 +422,14 @@ inline std::vector<Finding> diagnose(const ProfileRecord& r, const Thresholds& t
     out.push_back(std::move(f));
     return out;
   }
+  const bool short_of_copy = bw && bw->bytes >= t.bandwidth_min_bytes && bw->pct < t.near_ceiling_pct;
   for (const KernelMetrics& k : r.kernels) {
     detail::coalescing(k, true, t, out);
     detail::coalescing(k, false, t, out);
     detail::occupancy(k, r.device, t, out);
     detail::launch_grid(k, r, t, out);
     detail::spill(k, t, out);
+    if (short_of_copy) detail::stalls(k, bw->pct, t, out);
   }
 
   if (r.event_us && r.empty_kernel_us && *r.empty_kernel_us > 0) {
@@ -383,7 +449,7 @@ inline std::vector<Finding> diagnose(const ProfileRecord& r, const Thresholds& t
   }
 
   const std::optional<double> dram = r.dram_bytes();
-  if (const std::optional<Bandwidth> b = bandwidth(r, t); b && b->bytes >= t.bandwidth_min_bytes && b->pct < t.bandwidth_pct) {
+  if (const std::optional<Bandwidth>& b = bw; b && b->bytes >= t.bandwidth_min_bytes && b->pct < t.bandwidth_pct) {
     Finding f;
     f.rule = rules::dram_below_ceiling;
     f.metric = b->spec_bytes ? "spec bytes / device time, % of the copy ceiling"

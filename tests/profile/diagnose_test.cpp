@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -326,6 +327,55 @@ TEST(Diagnose, NoLocalMemoryNoSpills) {
   EXPECT_FALSE(fired(diagnose(r), rules::spills));
   r.kernels[0].local_bytes.reset();
   EXPECT_FALSE(fired(diagnose(r), rules::spills));
+}
+
+// ---- stalls of a large call short of the copy, with few warps resident --------------------------------
+// Shaped on H200 profiles: a persistent RMS norm (stage 3, 106 registers: 24% of the warps) at 89% of the
+// copy ceiling waits at its row barriers 41% of its cycles; a rotary embedding at 46% of the warps waits
+// on global loads 81% of them.
+
+ProfileRecord short_of_copy(double pct, double occupancy, std::map<std::string, double> stalls) {
+  ProfileRecord r = good_record();
+  r.kernels[0].duration_us = 512e6 / (pct / 100 * 3000 * 1e3);  // 512 MB at pct% of 3000 GB/s
+  r.kernels[0].achieved_occupancy = occupancy;
+  r.kernels[0].stalls = std::move(stalls);
+  return r;
+}
+
+TEST(Diagnose, BarrierStallsOfALargeCallShortOfTheCopy) {
+  const auto fs = diagnose(short_of_copy(89, 0.24, {{"barrier", 5.4}, {"long_scoreboard", 3.7}, {"selected", 1}, {"wait", 2.1}}));
+  const Finding* f = find(fs, rules::barrier_stalls);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->value, 5.4 / 12.2, 1e-9);
+  EXPECT_EQ(f->kernel, "scale_kernel");
+  EXPECT_NE(f->message.find("barriers 44% of their cycles with 24% of the warps resident, the profiled call at 89% of the copy"),
+            std::string::npos) << f->message;
+  EXPECT_FALSE(fired(fs, rules::memory_latency));       // 30% of the cycles
+  EXPECT_FALSE(fired(fs, rules::dram_below_ceiling));   // 89% is above its 80%
+  EXPECT_FALSE(ktune::profile::next_structure(rules::barrier_stalls).empty());
+}
+
+TEST(Diagnose, MemoryLatencyOfALargeCallShortOfTheCopy) {
+  const auto fs = diagnose(short_of_copy(83, 0.46, {{"long_scoreboard", 18.8}, {"selected", 1}, {"wait", 2.4}, {"barrier", 0}}));
+  const Finding* f = find(fs, rules::memory_latency);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->value, 18.8 / 22.2, 1e-9);
+  EXPECT_NE(f->message.find("global memory 85% of their cycles with 46% of the warps resident"), std::string::npos)
+      << f->message;
+  EXPECT_FALSE(fired(fs, rules::barrier_stalls));
+  EXPECT_FALSE(ktune::profile::next_structure(rules::memory_latency).empty());
+}
+
+TEST(Diagnose, StallRulesSilentAtTheCopyWithManyWarpsOrSmallCallsOrNoStalls) {
+  const std::map<std::string, double> stalls = {{"barrier", 5}, {"long_scoreboard", 12}, {"selected", 1}};
+  auto any = [](const std::vector<Finding>& fs) { return fired(fs, rules::barrier_stalls) || fired(fs, rules::memory_latency); };
+  ASSERT_TRUE(fired(diagnose(short_of_copy(90, 0.3, stalls)), rules::memory_latency));  // the control
+  EXPECT_FALSE(any(diagnose(short_of_copy(96, 0.3, stalls))));   // at the reports' 95% target
+  EXPECT_FALSE(any(diagnose(short_of_copy(90, 0.86, stalls))));  // most warps resident: a copy kernel waits on memory too
+  EXPECT_FALSE(any(diagnose(short_of_copy(90, 0.3, {}))));       // stalls not collected (--no-stalls)
+  ProfileRecord small = short_of_copy(50, 0.3, stalls);
+  small.expected_bytes = 8e6;  // below 64 MB: launch and ramp, not the steady state
+  EXPECT_FALSE(any(diagnose(small)));
 }
 
 TEST(Diagnose, ThresholdsAreConfigurable) {

@@ -114,12 +114,10 @@ nlohmann::ordered_json profile_section(const nlohmann::json& doc, const std::str
         entry["variant"] = id;
         entry["role"] = role;
         if (auto sk = e.find("skipped"); sk != e.end()) entry["skipped"] = sk->get<std::string>();
-        // The findings ktune_profile reported; recomputed from the record for files that lack them.
+        // The findings of today's rules, from the record: a profile taken before a rule changed reads as
+        // one taken now (ktune_profile's own findings are those of the rules it was built with).
         std::vector<prof::Finding> fs;
-        if (auto f = e.find("findings"); f != e.end())
-          for (const auto& fj : *f) fs.push_back(prof::finding_from_json(fj));
-        else if (!entry.contains("skipped"))
-          fs = prof::diagnose(rec);
+        if (!entry.contains("skipped")) fs = prof::diagnose(rec);
         entry["findings"] = prof::to_json(fs);
         entry["record"] = prof::to_json(rec);
         entries.push_back(std::move(entry));
