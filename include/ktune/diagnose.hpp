@@ -117,8 +117,7 @@ inline std::string next_structure(const std::string& rule) {
            "thread, a smaller vpt), or the row's reduction without a block barrier (a warp or a cluster per row)";
   if (rule == rules::memory_latency)
     return "more independent loads in flight per warp: more loads per thread before the first use (vpt, heads per "
-           "thread), the next unit's loads issued before this unit's dependent loads (software pipelining), or more "
-           "resident warps (fewer registers per thread)";
+           "thread), or more resident warps (fewer registers per thread)";
   return {};
 }
 

@@ -19,6 +19,10 @@ namespace ktune::ops::rotary_embedding {
 /// threads covers consecutive (token, head group, column) triples and small token counts spread over
 /// the GPU without a separate head-parallel kernel. Columns >= R are never touched: in place, they stay
 /// as they are (S reads and rewrites them).
+///
+/// Tried and not kept (docs/gpu-log.md, 2026-11-27, "norms' registers", call 2): a grid of one wave whose
+/// threads take several units with two register sets, the next unit's loads in flight during this one's
+/// work. It doubled the registers (vb 16, hpt 2: 64 to 105) and lost 4-20% at T >= 512 on an H200.
 struct Space {
   static constexpr auto space = ktune::make_space(
       ktune::param("tpb", "threads", {128, 256, 512}),

@@ -260,9 +260,11 @@ __device__ __forceinline__ void store_words(E* p, const uint4& v) {
 /// duplicate lies in a sector the warp reads anyway, and nothing is stored from it).
 __device__ __forceinline__ int loaded_vector(int j, int nvec) { return j < nvec ? j : nvec - 1; }
 
-/// Keeps 16-bit weights packed in registers across rows: without it the compiler may convert them to
-/// fp32 once, outside the row loop, which doubles their registers; converting them again per row costs
-/// vec conversions per vector, next to vec adds and multiplies.
+/// Keeps words packed in registers: the compiler must take them as changed here, so what it derived from
+/// them before (their fp32 values) is derived again where used instead of held. Used for 16-bit weights
+/// across rows (converted once, outside the row loop, they double their registers) and for a row's input
+/// across its barrier (persistent_rows.cuh); converting again costs vec conversions per vector, next to
+/// vec adds and multiplies.
 template <int Vpt>
 __device__ __forceinline__ void keep_packed(uint4 (&w)[Vpt]) {
 #pragma unroll

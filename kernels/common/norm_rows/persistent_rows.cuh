@@ -38,33 +38,51 @@ __device__ __forceinline__ void load_row(const Params<E>& p, std::int64_t row, c
   }
 }
 
+/// x of vector k of a row: the input's elements (plus the residual's), in fp32.
+template <class K, class E, int Vec>
+__device__ __forceinline__ void row_x(const uint4& a, const uint4& r, float (&x)[Vec]) {
+#pragma unroll
+  for (int e = 0; e < Vec; ++e) {
+    if constexpr (K::residual) x[e] = element<E>(a, e) + element<E>(r, e);
+    else x[e] = element<E>(a, e);
+  }
+}
+
 /// Row `row` of a persistent stage, its input and residual already loaded into a, r (the weights into
 /// w): x, the residual store, the row's sum of squares (stage 3: warp sums, one barrier, every warp
 /// adds the warp sums in warp order, as row_sum<1>; stage 4: the warp's butterfly alone), the output.
 /// `sums` is the block's slot for this row: callers alternate two slots between consecutive rows, so
 /// one barrier per row is enough (a warp writes a slot again only after the next row's barrier, which
 /// every warp reaches after reading it).
+///
+/// The kinds without a residual compute x twice, before the barrier for the sum and after it for the
+/// output, from the loaded words (the same conversions, so the same bits): the words stay live across
+/// the barrier anyway, and x in fp32 is twice their registers at 16-bit. Held across the barrier it took
+/// rmsnorm's stage 3 at vpt 4 to 106 registers (80 now), two blocks of 256 threads per SM, whose warps
+/// waited at the barrier 41% of their cycles (fp16, T = 8192, h = 8192, H200 profile); recomputing gained
+/// 1-4% of a same-size copy at 16-bit (docs/gpu-log.md). The residual kinds hold x = input + residual:
+/// recomputing the sum cost them 0.4-0.8% at 16-bit in the same A/B.
 template <class K, bool WarpRows, class E, int Vec, int Vpt>
 __device__ __forceinline__ void finish_row(const Params<E>& p, std::int64_t row, const RowGroup& g, int nvec,
-                                           const uint4 (&a)[Vpt], const uint4 (&r)[Vpt], const uint4 (&w)[Vpt],
-                                           float* sums) {
+                                           uint4 (&a)[Vpt], const uint4 (&r)[Vpt], const uint4 (&w)[Vpt], float* sums) {
   E* in_row = p.input + row * p.input_stride;
   E* res_row = K::residual ? p.residual + row * p.residual_stride : nullptr;
   E* out_row = K::in_place ? in_row : p.output + row * p.output_stride;
-  float x[Vpt][Vec];
+  float held[Vpt][Vec];  // x across the barrier, residual kinds only (no registers otherwise)
   float sum = 0.f;
 #pragma unroll
   for (int k = 0; k < Vpt; ++k) {
     const int j = g.first + k * g.stride;
-#pragma unroll
-    for (int e = 0; e < Vec; ++e) {
-      if constexpr (K::residual) x[k][e] = element<E>(a[k], e) + element<E>(r[k], e);
-      else x[k][e] = element<E>(a[k], e);
-    }
+    float x[Vec];
+    row_x<K, E, Vec>(a[k], r[k], x);
     if (j < nvec) {
 #pragma unroll
-      for (int e = 0; e < Vec; ++e) sum += x[k][e] * x[k][e];
-      if constexpr (K::residual) store_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(x[k]));
+      for (int e = 0; e < Vec; ++e) sum += x[e] * x[e];
+      if constexpr (K::residual) store_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(x));
+    }
+    if constexpr (K::residual) {
+#pragma unroll
+      for (int e = 0; e < Vec; ++e) held[k][e] = x[e];
     }
   }
   float total = warp_allreduce(sum);
@@ -75,13 +93,21 @@ __device__ __forceinline__ void finish_row(const Params<E>& p, std::int64_t row,
     total = warp_allreduce(lane < static_cast<int>(blockDim.x >> 5) ? sums[lane] : 0.f);
   }
   const float inv_rms = rsqrtf(total / static_cast<float>(p.h) + p.eps);
+  // Opaque to the compiler: it cannot keep the first x (a common subexpression) instead of the words.
+  if constexpr (!K::residual) keep_packed(a);
 #pragma unroll
   for (int k = 0; k < Vpt; ++k) {
     const int j = g.first + k * g.stride;
     if (j < nvec) {
-      float o[Vec];
+      float x[Vec], o[Vec];
+      if constexpr (K::residual) {
 #pragma unroll
-      for (int e = 0; e < Vec; ++e) o[e] = x[k][e] * inv_rms * weight_factor<K>(element<E>(w[k], e));
+        for (int e = 0; e < Vec; ++e) x[e] = held[k][e];
+      } else {
+        row_x<K, E, Vec>(a[k], r[k], x);
+      }
+#pragma unroll
+      for (int e = 0; e < Vec; ++e) o[e] = x[e] * inv_rms * weight_factor<K>(element<E>(w[k], e));
       store_words(out_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(o));
     }
   }

@@ -115,7 +115,10 @@ struct RowSpace {
   /// the weights and the next row's input and residual as loaded (3 loaded, in flight across this row's
   /// reduction), and the halves of the next row's two addresses (4); besides, more loop state (the row,
   /// the next row, both row pointers) than the one-row stages. Calibrated on ptxas -v (sm_90, CUDA 13.0)
-  /// of stages 3 and 4 at vpt 1-8: never below what ptxas used, at most 25% above.
+  /// of fused_add_rmsnorm's stages 3 and 4 at vpt 1-8: never below what ptxas uses, at most 25% above.
+  /// The kinds without a residual hold no x across the barrier since 2026-11-27 (persistent_rows.cuh):
+  /// for them the estimate is up to 71% above (fp16 at vpt 4: 136 against 80), which bounds the block
+  /// (max_threads) as before and predicts no occupancy.
   static constexpr int persistent_register_overhead = 28;
   static constexpr int persistent_register_estimate(int vec, int vpt, int element_bytes) {
     const int loaded = (vec * element_bytes + 3) / 4;
