@@ -280,30 +280,23 @@ inline void stalls(const KernelMetrics& k, double pct, const Thresholds& t, std:
   if (!k.achieved_occupancy || !(*k.achieved_occupancy < t.stall_occupancy)) return;
   const std::string context = fmt(" with %.0f%% of the warps resident", 100 * *k.achieved_occupancy) +
                               fmt(", the profiled call at %.0f%% of the copy ceiling", pct);
-  if (const auto share = stall_share(k, "barrier"); share && *share >= t.barrier_share) {
+  auto add = [&](const char* rule, const std::string& reason, double threshold, const char* where, const char* why) {
+    const std::optional<double> share = stall_share(k, reason);
+    if (!share || !(*share >= threshold)) return;
     Finding f;
-    f.rule = rules::barrier_stalls;
+    f.rule = rule;
     f.kernel = k.name;
-    f.metric = "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio over the sum of the stall reasons";
+    f.metric = stall_metric(reason) + " over the sum of the stall reasons";
     f.value = *share;
     f.comparison = ">=";
-    f.threshold = t.barrier_share;
-    f.message = fmt("warps wait at block barriers %.0f%% of their cycles", 100 * *share) + context +
-                ": a waiting warp issues nothing, and too few others are resident to issue in its place";
+    f.threshold = threshold;
+    f.message = std::string("warps wait ") + where + fmt(" %.0f%% of their cycles", 100 * *share) + context + ": " + why;
     out.push_back(std::move(f));
-  }
-  if (const auto share = stall_share(k, "long_scoreboard"); share && *share >= t.long_scoreboard_share) {
-    Finding f;
-    f.rule = rules::memory_latency;
-    f.kernel = k.name;
-    f.metric = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio over the sum of the stall reasons";
-    f.value = *share;
-    f.comparison = ">=";
-    f.threshold = t.long_scoreboard_share;
-    f.message = fmt("warps wait on global memory %.0f%% of their cycles", 100 * *share) + context +
-                ": too few bytes in flight to cover DRAM latency";
-    out.push_back(std::move(f));
-  }
+  };
+  add(rules::barrier_stalls, "barrier", t.barrier_share, "at block barriers",
+      "a waiting warp issues nothing, and too few others are resident to issue in its place");
+  add(rules::memory_latency, "long_scoreboard", t.long_scoreboard_share, "on global memory",
+      "too few bytes in flight to cover DRAM latency");
 }
 
 inline void spill(const KernelMetrics& k, const Thresholds& t, std::vector<Finding>& out) {
@@ -404,8 +397,8 @@ inline std::string kernel_metrics_text(const KernelMetrics& k) {
 /// (the judge rejects it as implausible_time).
 inline std::vector<Finding> diagnose(const ProfileRecord& r, const Thresholds& t = {}) {
   std::vector<Finding> out;
-  const std::optional<Bandwidth> bw = bandwidth(r, t);
-  if (const std::optional<Bandwidth>& b = bw; b && b->implausible) {
+  const std::optional<Bandwidth> b = bandwidth(r, t);
+  if (b && b->implausible) {
     Finding f;
     f.rule = rules::implausible_bandwidth;
     f.metric = b->spec_bytes ? "spec bytes / device time, over the copy ceiling"
@@ -421,14 +414,14 @@ inline std::vector<Finding> diagnose(const ProfileRecord& r, const Thresholds& t
     out.push_back(std::move(f));
     return out;
   }
-  const bool short_of_copy = bw && bw->bytes >= t.bandwidth_min_bytes && bw->pct < t.near_ceiling_pct;
+  const bool short_of_copy = b && b->bytes >= t.bandwidth_min_bytes && b->pct < t.near_ceiling_pct;
   for (const KernelMetrics& k : r.kernels) {
     detail::coalescing(k, true, t, out);
     detail::coalescing(k, false, t, out);
     detail::occupancy(k, r.device, t, out);
     detail::launch_grid(k, r, t, out);
     detail::spill(k, t, out);
-    if (short_of_copy) detail::stalls(k, bw->pct, t, out);
+    if (short_of_copy) detail::stalls(k, b->pct, t, out);
   }
 
   if (r.event_us && r.empty_kernel_us && *r.empty_kernel_us > 0) {
@@ -448,7 +441,7 @@ inline std::vector<Finding> diagnose(const ProfileRecord& r, const Thresholds& t
   }
 
   const std::optional<double> dram = r.dram_bytes();
-  if (const std::optional<Bandwidth>& b = bw; b && b->bytes >= t.bandwidth_min_bytes && b->pct < t.bandwidth_pct) {
+  if (b && b->bytes >= t.bandwidth_min_bytes && b->pct < t.bandwidth_pct) {
     Finding f;
     f.rule = rules::dram_below_ceiling;
     f.metric = b->spec_bytes ? "spec bytes / device time, % of the copy ceiling"
