@@ -6,8 +6,8 @@
 // and a sample divides the whole by the batch. Calls replayed at different batches carry different
 // shares of that cost: sized each by its own probe (one single call, so one disturbed probe gives a small
 // batch), one shape's 1.6 us calls replayed 27 to 64 launches at a time, and that alone set them up to
-// 3% apart (13% in one tune, where a disturbed probe gave 12). Sizing every call of a shape for one figure instead gives each
-// the same share, so the fixed cost moves no call against another.
+// 3% apart (13% in one tune, where a disturbed probe gave 12). Sizing every call of a shape for one
+// figure instead gives each the same share, so the fixed cost moves no call against another.
 #pragma once
 
 #include <algorithm>
