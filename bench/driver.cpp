@@ -259,20 +259,23 @@ int run_bench(int argc, char** argv) {
     if (search) {
       measurer.set_device_compare(true);
       measurer.set_search(screen_timing(opts.quick), timing);
-      const SearchSettings settings = search_settings(opts.quick);
+      SearchSettings settings = search_settings(opts.quick);
+      if (opts.every_shape) settings.guide_ratio = 0;
       Progress progress(&std::cerr, work.to_measure() + groups.size(), isatty(2) != 0);
       SearchOutcome o = run_search(groups, cache, measurer, settings, &progress);
       progress.finish();
       for (const std::string& w : o.warnings) std::cerr << "ktune_bench: warning: " << w << "\n";
       std::cerr << "ktune_bench: " << o.screened << " screens passed, " << o.remeasured
                 << " timed again because their spread was out of line (" << o.still_noisy
-                << " still out of line: kept as finalists), " << o.pruned << " stopped early (clearly slower); "
+                << " still out of line: kept as finalists), " << o.pruned << " stopped early (clearly slower), "
+                << o.guided_out << " not screened (guided: out of reach at their anchor); "
                 << o.finalists << " finalists, " << o.rounds_run << " rounds, " << o.left_out << " left out of the later rounds\n";
       search_context = {{"search", "halving"},
                         {"screened", std::to_string(o.screened)},
                         {"remeasured", std::to_string(o.remeasured)},
                         {"still_noisy", std::to_string(o.still_noisy)},
                         {"pruned", std::to_string(o.pruned)},
+                        {"guided_out", std::to_string(o.guided_out)},
                         {"finalists", std::to_string(o.finalists)},
                         {"left_out", std::to_string(o.left_out)}};
       results = std::move(o.results);

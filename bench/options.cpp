@@ -125,6 +125,8 @@ std::string parse_options(const std::vector<std::string>& args, Options& out) {
       err = toggle(out.quick);
     } else if (flag == "--exhaustive") {
       err = toggle(out.exhaustive);
+    } else if (flag == "--screen-every-shape") {
+      err = toggle(out.every_shape);
     } else if (flag == "--warm-l2") {
       err = toggle(out.warm_l2);
     } else if (flag == "--list") {
@@ -159,6 +161,8 @@ std::string parse_options(const std::vector<std::string>& args, Options& out) {
   if (!out.incumbents.empty() && (out.exhaustive || !out.retest.empty() || !out.gate.empty()))
     return "--incumbents sets the finalists of a search: not with --exhaustive, --retest or --gate";
   if (out.exhaustive && !out.retest.empty()) return "--exhaustive is a way of sweeping; a --retest is timed one way";
+  if (out.every_shape && (out.exhaustive || !out.retest.empty() || !out.gate.empty()))
+    return "--screen-every-shape changes the search's screens: not with --exhaustive, --retest or --gate";
   if (!out.gate.empty() && (out.list || !out.retest.empty())) return "--gate cannot be combined with --list or --retest";
   if ((out.separate_allocations || out.wide_values) && out.gate.empty())
     return "--separate-allocations and --value-range wide change the gate: use them with --gate";
@@ -174,13 +178,17 @@ Usage: ktune_bench [flags] [--benchmark_* flags]
   reference (fresh random inputs, poisoned outputs; compared on the device), the device check, then a
   short CUDA-event timing (the screen) with cold L2 and graph replay for short launches. A screen whose
   spread is out of line with the shape's other variants is timed again before it can rank or drop
-  anything. Then per shape the finalists (S, the general configuration, the fastest within reach of the
-  best, at most 5, and the incumbent: see --incumbents) are timed in interleaved rounds. One JSON file
+  anything. Shapes of one width (the dimensions after the token count), the anchors, screen every
+  variant; any other shape screens only those its anchor of the same token count found within 1.3x of
+  the best, S, the incumbent and the anchors' 5 best geometric means. Then per shape the finalists (S,
+  the general configuration, the fastest within reach of the best, at most 5, and the incumbent: see
+  --incumbents) are timed in interleaved rounds. One JSON file
   (context mode "search") holds the screens and the finalists' rounds (rows with a "rounds" counter). Results are cached; a rerun
   re-emits cached results and times only what is missing or changed.
 
   --incumbents DIR     results files (DIR/*.json) of an earlier tune on this GPU model: each shape's winner
                        there is a finalist here whenever it passes (tools/tune.sh passes reports/<gpu>)
+  --screen-every-shape every variant screened at every shape (no guided screens)
   --exhaustive         the method before the halving search: every variant timed in full (context mode "sweep");
                        tools/tune.sh then re-tests the top K in a separate --retest run
 

@@ -18,6 +18,7 @@ struct Options {
   bool quick = false;                    ///< --quick: few samples, for smoke runs
   bool exhaustive = false;               ///< --exhaustive: the full timing of every variant, no rounds (the
                                          ///< method before issue 9; tools/tune.sh then re-tests the top K)
+  bool every_shape = false;              ///< --screen-every-shape: no guided screens (SearchSettings::guide_ratio)
   bool warm_l2 = false;                  ///< --warm-l2: no buffer rotation
   bool list = false;                     ///< --list: print what would run; no GPU needed
   bool no_cache = false;                 ///< --no-cache: neither read nor write the result cache

@@ -107,7 +107,7 @@ std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened
   return {keep.begin(), keep.end()};
 }
 
-std::string general_of(const std::vector<const std::vector<BenchResult>*>& groups) {
+std::vector<std::string> general_ranking(const std::vector<const std::vector<BenchResult>*>& groups, std::size_t keep) {
   if (groups.empty()) return {};
   std::map<std::string, std::pair<double, std::size_t>> logs;  // id -> (sum of logs, groups passed)
   for (const std::vector<BenchResult>* g : groups) {
@@ -119,17 +119,61 @@ std::string general_of(const std::vector<const std::vector<BenchResult>*>& group
       ++n;
     }
   }
-  std::string best;
-  double best_mean = std::numeric_limits<double>::infinity();
-  for (const auto& [id, v] : logs) {  // ids in order: the first of equal means is the smaller id
-    if (v.second != groups.size()) continue;
-    const double mean = std::exp(v.first / static_cast<double>(groups.size()));
-    if (mean < best_mean) {
-      best_mean = mean;
-      best = id;
-    }
+  std::vector<std::pair<double, std::string>> means;  // (mean log, id): equal means go to the smaller id
+  for (const auto& [id, v] : logs)
+    if (v.second == groups.size()) means.emplace_back(v.first / static_cast<double>(groups.size()), id);
+  std::sort(means.begin(), means.end());
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < means.size() && k < keep; ++k) out.push_back(means[k].second);
+  return out;
+}
+
+std::string general_of(const std::vector<const std::vector<BenchResult>*>& groups) {
+  const std::vector<std::string> best = general_ranking(groups, 1);
+  return best.empty() ? std::string() : best.front();
+}
+
+namespace {
+/// A shape's width: its dimensions after the first (the token count) and its scalars.
+std::string width_of(const Shape& s) {
+  std::string w;
+  for (std::size_t i = 1; i < s.dims.size(); ++i) w += s.dims[i].first + "=" + std::to_string(s.dims[i].second) + ",";
+  for (const auto& [n, v] : s.scalars) w += n + "=" + std::to_string(v) + ",";
+  return w;
+}
+}  // namespace
+
+std::vector<std::size_t> screen_guides(const std::vector<const Shape*>& unit) {
+  std::vector<std::string> widths(unit.size()), distinct;
+  for (std::size_t i = 0; i < unit.size(); ++i) {
+    widths[i] = width_of(*unit[i]);
+    if (std::find(distinct.begin(), distinct.end(), widths[i]) == distinct.end()) distinct.push_back(widths[i]);
   }
-  return best;
+  std::vector<std::size_t> guide(unit.size());
+  for (std::size_t i = 0; i < unit.size(); ++i) {
+    guide[i] = i;
+    if (distinct.size() < 2 || unit[i]->dims.empty() || widths[i] == distinct[distinct.size() / 2]) continue;
+    for (std::size_t j = 0; j < unit.size(); ++j)
+      if (widths[j] == distinct[distinct.size() / 2] && !unit[j]->dims.empty() &&
+          unit[j]->dims.front() == unit[i]->dims.front()) {
+        guide[i] = j;
+        break;
+      }
+  }
+  return guide;
+}
+
+bool guided_in(const std::string& id, const std::vector<BenchResult>& anchor, const std::vector<std::string>& always,
+               double ratio) {
+  if (id == "original" || std::find(always.begin(), always.end(), id) != always.end()) return true;
+  double best = std::numeric_limits<double>::infinity();
+  const BenchResult* mine = nullptr;
+  for (const BenchResult& r : anchor) {
+    if (competes(r)) best = std::min(best, effective(r));
+    if (r.id == id) mine = &r;
+  }
+  if (!mine || !competes(*mine)) return true;
+  return effective(*mine) <= best * ratio;
 }
 
 bool clearly_out(const std::vector<double>& mine, const std::vector<double>& leader, const SearchSettings& s) {
@@ -189,6 +233,7 @@ struct GroupState {
   bool has_copy = false;
   double copy_us = 0;
   std::vector<BenchResult> screens;
+  std::vector<std::size_t> items;  ///< screens[j] is the screen of the group's items[items[j]]
   std::vector<BenchResult> refined;
 };
 
@@ -214,27 +259,71 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
     o.abort_reason = reason;
   };
 
+  // Guided screens: per op and dtype, the groups screened in full first (their own anchor), then the
+  // others, each after its anchor.
+  auto unit_end = [&](std::size_t first) {
+    std::size_t end = first;
+    while (end < groups.size() && groups[end].op == groups[first].op && groups[end].dtype == groups[first].dtype) ++end;
+    return end;
+  };
+  auto guides_of = [&](std::size_t first, std::size_t end) {
+    std::vector<std::size_t> guide(end - first);
+    if (s.guide_ratio <= 0) {
+      for (std::size_t i = 0; i < guide.size(); ++i) guide[i] = i;
+      return guide;
+    }
+    std::vector<const Shape*> shapes;
+    for (std::size_t gi = first; gi < end; ++gi) shapes.push_back(&groups[gi].shape);
+    return screen_guides(shapes);
+  };
+  auto screen_order = [](const std::vector<std::size_t>& guide) {
+    std::vector<std::size_t> order;
+    for (int anchors = 1; anchors >= 0; --anchors)
+      for (std::size_t i = 0; i < guide.size(); ++i)
+        if ((guide[i] == i) == (anchors == 1)) order.push_back(i);
+    return order;
+  };
+
   // The order of begin_shape / begin_rounds below: per op and dtype, the screens of the shapes not in
-  // the cache, then their rounds (a shape with fewer than two finalists skips its rounds; one whose
-  // screens were cached and rounds not prepares them when they begin).
+  // the cache (anchors first), then their rounds (a shape with fewer than two finalists skips its rounds;
+  // one whose screens were cached and rounds not prepares them when they begin).
   std::vector<Upcoming> order;
   for (std::size_t first = 0, end = 0; first < groups.size(); first = end) {
-    for (end = first; end < groups.size() && groups[end].op == groups[first].op && groups[end].dtype == groups[first].dtype;) ++end;
-    for (int reference = 1; reference >= 0; --reference)
-      for (std::size_t gi = first; gi < end; ++gi)
-        if (needs_measuring(groups[gi], cache)) order.push_back({groups[gi].op, groups[gi].dtype, groups[gi].shape, reference == 1});
+    end = unit_end(first);
+    for (std::size_t i : screen_order(guides_of(first, end)))
+      if (needs_measuring(groups[first + i], cache)) order.push_back({groups[first + i].op, groups[first + i].dtype, groups[first + i].shape, true});
+    for (std::size_t gi = first; gi < end; ++gi)
+      if (needs_measuring(groups[gi], cache)) order.push_back({groups[gi].op, groups[gi].dtype, groups[gi].shape, false});
   }
   m.expect(order);
 
   for (std::size_t first = 0; first < groups.size() && !o.aborted;) {
-    std::size_t end = first;
-    while (end < groups.size() && groups[end].op == groups[first].op && groups[end].dtype == groups[first].dtype) ++end;
+    const std::size_t end = unit_end(first);
     std::vector<GroupState> states(end - first);
+    const std::vector<std::size_t> guide = guides_of(first, end);
+    std::vector<std::string> forced;  // the anchors' best geometric means: screened everywhere
+    bool anchors_done = false;
 
-    // ---- screens, one group at a time -----------------------------------------------------------
-    for (std::size_t gi = first; gi < end && !o.aborted; ++gi) {
+    // ---- screens, one group at a time: the anchors, then the guided groups ----------------------
+    for (std::size_t k : screen_order(guide)) {
+      if (o.aborted) break;
+      const std::size_t gi = first + k;
       const ShapeGroup& g = groups[gi];
-      GroupState& st = states[gi - first];
+      GroupState& st = states[k];
+      if (guide[k] != k && !anchors_done) {  // the first guided group: every anchor is screened
+        std::vector<const std::vector<BenchResult>*> anchors;
+        for (std::size_t j = 0; j < guide.size(); ++j)
+          if (guide[j] == j) anchors.push_back(&states[j].screens);
+        forced = general_ranking(anchors, static_cast<std::size_t>(std::max(0, s.general_keep)));
+        anchors_done = true;
+      }
+      std::vector<bool> wanted(g.items.size(), true);
+      if (guide[k] != k) {
+        std::vector<std::string> always = forced;
+        always.push_back(g.incumbent);
+        for (std::size_t i = 0; i < g.items.size(); ++i)
+          if (!(wanted[i] = guided_in(g.items[i].id, states[guide[k]].screens, always, s.guide_ratio))) ++o.guided_out;
+      }
       if (!g.copy.name.empty()) {  // the copy row first, before the group's buffers exist
         if (const BenchResult* hit = g.copy.key.empty() ? nullptr : cache.find(g.copy.key)) {
           st.copy = *hit;
@@ -256,18 +345,23 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
       }
       std::vector<const BenchResult*> hits;
       bool any_missing = false;
-      for (const WorkItem& it : g.items) {
+      for (std::size_t i = 0; i < g.items.size(); ++i) {
+        const WorkItem& it = g.items[i];
         hits.push_back(it.key.empty() ? nullptr : cache.find(it.key));
-        any_missing = any_missing || !hits.back();
+        if (!wanted[i] && !hits.back() && progress) progress->skip();
+        any_missing = any_missing || (wanted[i] && !hits.back());
       }
       const std::string prepare_error = any_missing ? m.begin_shape(g) : std::string();
-      std::vector<std::size_t> fresh;
+      std::vector<std::size_t> fresh;  // indices into st.screens
       double best = std::numeric_limits<double>::infinity();  // the best median of this shape's screens so far
       auto keep_best = [&](const BenchResult& r) {
         if (r.ok() && r.samples > 0 && !r.pruned) best = std::min(best, r.median_us);
       };
+      std::vector<std::size_t> item_of;  // st.screens[j] is the screen of g.items[item_of[j]]
       for (std::size_t i = 0; i < g.items.size(); ++i) {
+        if (!wanted[i]) continue;
         const WorkItem& it = g.items[i];
+        item_of.push_back(i);
         if (hits[i]) {
           keep_best(*hits[i]);
           BenchResult r = *hits[i];
@@ -286,7 +380,7 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
         ++o.measured;
         r.copy_same_size_us = st.copy_us;
         if (!r.ok()) store(it.key, r);  // a failure is final; a passing screen is stored after the noise check
-        else fresh.push_back(i);
+        else fresh.push_back(st.screens.size());
         const bool fatal = r.fatal;
         st.screens.push_back(std::move(r));
         if (fatal) {
@@ -297,17 +391,18 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
       // Out-of-line screens are timed again while the group's buffers exist, before anything ranks.
       if (any_missing && prepare_error.empty() && !o.aborted) {
         const double typical = typical_spread(st.screens);
-        for (std::size_t i : fresh) {
-          BenchResult& r = st.screens[i];
+        for (std::size_t j : fresh) {
+          BenchResult& r = st.screens[j];
+          const WorkItem& it = g.items[item_of[j]];
           for (int t = 1; t <= s.noise_retries && out_of_line(r, typical, s); ++t) {
-            BenchResult again = m.retime(g.items[i], r);
+            BenchResult again = m.retime(it, r);
             again.copy_same_size_us = st.copy_us;
             again.remeasured = t;
             if (!again.ok()) {
               const bool fatal = again.fatal;
               r = std::move(again);
-              store(g.items[i].key, r);
-              if (fatal) abort_with(g.items[i].name + ": " + r.error);
+              store(it.key, r);
+              if (fatal) abort_with(it.name + ": " + r.error);
               break;
             }
             if (!out_of_line(again, typical, s) || again.spread < r.spread) r = std::move(again);
@@ -315,10 +410,11 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           }
           if (o.aborted) break;
           r.noisy = out_of_line(r, typical, s);
-          if (r.ok()) store(g.items[i].key, r);
+          if (r.ok()) store(it.key, r);
         }
       }
       if (any_missing) m.end_shape();
+      st.items = std::move(item_of);
     }
     if (o.aborted) {
       emit(states);
@@ -345,7 +441,7 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
       std::vector<const BenchResult*> hits;
       bool all_cached = true;
       for (std::size_t i : fin) {
-        hits.push_back(cache.find(refined_key(g.items[i].key)));
+        hits.push_back(cache.find(refined_key(g.items[st.items[i]].key)));
         all_cached = all_cached && hits.back();
       }
       if (all_cached) {
@@ -385,10 +481,10 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           BenchResult& r = refined[k];
           // A screen stopped at its probe was never captured: its rounds try the graph (and fall back) as any
           // other's.
-          if (!m.round(g.items[fin[k]], samples, screen.batch > 1 || screen.pruned, t, r)) {
+          if (!m.round(g.items[st.items[fin[k]]], samples, screen.batch > 1 || screen.pruned, t, r)) {
             live[k] = false;
             if (r.fatal) {
-              abort_with(g.items[fin[k]].name + ": " + r.error);
+              abort_with(g.items[st.items[fin[k]]].name + ": " + r.error);
               break;
             }
             continue;
@@ -435,7 +531,7 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           r.spread = rs.spread;
           r.rounds = static_cast<int>(medians[k].size());
         }
-        if ((r.ok() && r.rounds > 0) || (!r.ok() && r.cacheable)) store(refined_key(g.items[fin[k]].key), r);
+        if ((r.ok() && r.rounds > 0) || (!r.ok() && r.cacheable)) store(refined_key(g.items[st.items[fin[k]]].key), r);
         if (r.ok() && r.rounds == 0) continue;  // never timed (the run stopped first)
         st.refined.push_back(std::move(r));
       }

@@ -71,6 +71,11 @@ struct SearchSettings {
   /// its rivals out. S and the incumbent are always timed in full.
   double prune_ratio = 1.3;
   double prune_min_us = 50.0;
+  /// Guided screens (screen_guides): a shape with an anchor screens only the variants its anchor found
+  /// within guide_ratio of its best screen, those its anchor has no passing screen of, S, the incumbent
+  /// and the anchors' general_keep best geometric means. 0: every variant at every shape.
+  double guide_ratio = 1.3;
+  int general_keep = 5;
 };
 
 /// The limit a screen is given (SearchSettings::prune_ratio): none when above_us is 0.
@@ -99,6 +104,22 @@ std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened
 /// group with the best geometric mean of its screen medians; ties go to the smaller id (the rule
 /// `ktune select` applies to sweep times). Empty when none passes everywhere.
 std::string general_of(const std::vector<const std::vector<BenchResult>*>& groups);
+/// The `keep` best of general_of's ranking, best first.
+std::vector<std::string> general_ranking(const std::vector<const std::vector<BenchResult>*>& groups, std::size_t keep);
+
+/// Guided screens: the anchor of each shape of one (op, dtype), as an index into `unit`. The anchors are the
+/// groups of one width (a shape's dimensions after the first, the token count, and its scalars): the
+/// middle one of the widths in plan order; they and any shape whose token count no anchor has are
+/// screened in full (their own index). Every other shape is guided by the anchor of its token count:
+/// the winners of neighbouring widths were within 1.2x of each other at every token count of the ten
+/// ops' H100 and H200 tunes (bench/README.md). One width: every shape is its own anchor.
+std::vector<std::size_t> screen_guides(const std::vector<const Shape*>& unit);
+
+/// What a guided group screens besides `always`: the variants whose anchor screen competes within
+/// `ratio` of the anchor's best (a noisy one with its fastest sample), and those without a passing
+/// anchor screen (their anchor could not tell: a shape-specific failure decides nothing elsewhere).
+bool guided_in(const std::string& id, const std::vector<BenchResult>& anchor, const std::vector<std::string>& always,
+               double ratio);
 
 /// After at least `min_rounds`: whether a finalist is clearly out, i.e. its fastest round median is
 /// above the leader's median by more than max(out_margin, 2 x the leader's spread over its rounds). A
@@ -135,6 +156,7 @@ struct SearchOutcome {
   std::size_t remeasured = 0;        ///< screens timed again because their spread was out of line
   std::size_t still_noisy = 0;       ///< of those, out of line after every retry
   std::size_t pruned = 0;            ///< passing screens stopped early (SearchSettings::prune_ratio)
+  std::size_t guided_out = 0;        ///< variants a guided shape did not screen (SearchSettings::guide_ratio)
   std::size_t finalists = 0, rounds_run = 0, left_out = 0;
   bool aborted = false;
   std::string abort_reason;

@@ -31,6 +31,10 @@ void Progress::before(const std::string& name) {
 
 void Progress::after() { ++done_; }
 
+void Progress::skip() {
+  if (total_ > done_) --total_;
+}
+
 void Progress::finish() {
   if (!out_) return;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();

@@ -80,6 +80,8 @@ class Progress {
   void before(const std::string& name);
   /// Called after each measured item.
   void after();
+  /// An item counted in `to_measure` that the run will not measure after all (a guided screen's).
+  void skip();
   void finish();
   /// Seconds left for `remaining` items at the average pace so far (negative: unknown yet).
   static double eta_seconds(double elapsed_s, std::size_t done, std::size_t remaining);

@@ -491,6 +491,116 @@ TEST_F(BenchSearch, AKernelThatBreaksTheContextStopsTheRunAndTheRerunResumesAfte
   EXPECT_FALSE(c->ok());
 }
 
+/// Groups of one op and dtype over tokens x widths, in plan order (tokens outer, as the specs list them).
+std::vector<ShapeGroup> toy_grid(const std::vector<int>& tokens, const std::vector<int>& widths,
+                                 const std::vector<std::string>& ids) {
+  std::vector<ShapeGroup> out;
+  for (int t : tokens)
+    for (int w : widths) {
+      ShapeGroup g = toy_groups(1, ids).front();
+      g.shape.dims = {{"tokens", t}, {"h", w}};
+      g.copy.name = "ktune/copy_same_size/toy/fp16/" + g.shape.key();
+      g.copy.key = "key:" + g.copy.name;
+      for (WorkItem& it : g.items) {
+        it.shape = g.shape;
+        it.name = "toy/fp16/" + g.shape.key() + "/" + it.id;
+        it.key = "key:" + it.name;
+      }
+      out.push_back(g);
+    }
+  return out;
+}
+
+std::vector<const Shape*> shapes_of(const std::vector<ShapeGroup>& groups) {
+  std::vector<const Shape*> out;
+  for (const ShapeGroup& g : groups) out.push_back(&g.shape);
+  return out;
+}
+
+TEST(BenchSearchRules, AShapeIsGuidedByTheShapeOfItsTokenCountAtTheMiddleWidth) {
+  auto grid = toy_grid({1, 16}, {4096, 5120, 8192}, {"a"});
+  ShapeGroup lone = grid.front();
+  lone.shape.dims = {{"tokens", 7}, {"h", 4096}};  // no anchor has 7 tokens: screened in full
+  grid.push_back(lone);
+  // Plan order: (1, 4096) (1, 5120) (1, 8192) (16, 4096) (16, 5120) (16, 8192) (7, 4096).
+  EXPECT_EQ(screen_guides(shapes_of(grid)), (std::vector<std::size_t>{1, 1, 1, 4, 4, 4, 6}));
+  // One width: every shape is its own anchor (the ops whose specs vary the token count alone).
+  EXPECT_EQ(screen_guides(shapes_of(toy_groups(3, {"a"}))), (std::vector<std::size_t>{0, 1, 2}));
+  // A scalar is part of the width: is_neox = 0 and 1 are two widths.
+  auto neox = toy_grid({1, 16}, {128}, {"a"});
+  for (int i = 0; i < 2; ++i) {
+    ShapeGroup g = neox[static_cast<std::size_t>(i)];
+    g.shape.scalars = {{"is_neox", 0.0}};
+    neox.push_back(g);
+  }
+  EXPECT_EQ(screen_guides(shapes_of(neox)), (std::vector<std::size_t>{2, 3, 2, 3}));
+}
+
+TEST(BenchSearchRules, AGuidedShapeScreensWhatItsAnchorFoundWithinReach) {
+  std::vector<BenchResult> anchor = {screen_of("original", 3.0, 0.01), screen_of("a", 1.0, 0.01),
+                                     screen_of("b", 1.29, 0.01),       screen_of("c", 1.31, 0.01),
+                                     screen_of("n", 2.0, 0.8, true),   failed("x")};
+  anchor.back().samples = 0;
+  EXPECT_TRUE(guided_in("original", anchor, {}, 1.3));
+  EXPECT_TRUE(guided_in("a", anchor, {}, 1.3));
+  EXPECT_TRUE(guided_in("b", anchor, {}, 1.3));
+  EXPECT_FALSE(guided_in("c", anchor, {}, 1.3));
+  EXPECT_TRUE(guided_in("c", anchor, {"c"}, 1.3));  // forced: the general's candidates, the incumbent
+  EXPECT_TRUE(guided_in("n", anchor, {}, 1.3));     // noisy: its fastest sample (1.2) decides
+  EXPECT_TRUE(guided_in("x", anchor, {}, 1.3));     // failed at the anchor: that says nothing here
+  EXPECT_TRUE(guided_in("y", anchor, {}, 1.3));     // never screened there
+}
+
+// Two widths per token count: the anchors are the second width's shapes (the middle of two). Their screens
+// put c (1.5x) and f (2.5x) out of reach; the guided shapes screen S, a, b, d, e, the incumbent f, and the
+// anchors' best geometric means (general_keep = 2: a and b), and never c.
+TEST_F(BenchSearch, GuidedShapesScreenOnlyWhatTheirAnchorFoundWithinReach) {
+  settings.general_keep = 2;
+  auto work = toy_grid({1, 2}, {4096, 8192}, ids);
+  for (ShapeGroup& g : work) g.incumbent = "f";
+  SearchOutcome first;
+  {
+    ResultCache cache(path);
+    ASSERT_EQ(cache.load(), "");
+    first = run_search(work, cache, m, settings, nullptr);
+  }
+  ASSERT_FALSE(first.aborted) << first.abort_reason;
+  EXPECT_EQ(first.guided_out, 2u);  // c at (1, 4096) and (2, 4096)
+  for (const char* shape : {"tokens=1,h=4096", "tokens=2,h=4096"}) {
+    EXPECT_EQ(m.screens_of.count(std::string("toy/fp16/") + shape + "/c"), 0u) << shape;
+    EXPECT_EQ(find(first, std::string("toy/fp16/") + shape + "/c", false), nullptr) << shape;
+    for (const char* id : {"original", "a", "b", "d", "e", "f"})
+      EXPECT_EQ(m.screens_of.at(std::string("toy/fp16/") + shape + "/" + id), 1) << shape << " " << id;
+  }
+  for (const char* shape : {"tokens=1,h=8192", "tokens=2,h=8192"})
+    EXPECT_EQ(m.screens_of.at(std::string("toy/fp16/") + shape + "/c"), 1) << "an anchor screens everything";
+  // Both anchors are screened before any guided shape; results stay in plan order.
+  ASSERT_EQ(first.results.front().name, "ktune/copy_same_size/toy/fp16/tokens=1,h=4096");
+  const auto first_guided = std::find_if(m.log.begin(), m.log.end(), [](const std::string& e) { return e == "screen c"; });
+  EXPECT_EQ(std::count(m.log.begin(), first_guided, "screen original"), 1);  // c's first screen is at the first anchor
+  EXPECT_EQ(std::count(m.log.begin(), m.log.end(), "screen c"), 2);
+  // The general configuration is still a: screened everywhere, the best geometric mean.
+  EXPECT_EQ(m.count("round a"), 4u * settings.rounds);
+
+  FakeSearch again;
+  const SearchOutcome o = rerun(work, again);
+  EXPECT_EQ(o.measured, 0u);
+  EXPECT_EQ(o.guided_out, 2u);
+  ASSERT_EQ(o.results.size(), first.results.size());
+  for (std::size_t i = 0; i < o.results.size(); ++i) EXPECT_EQ(o.results[i].name, first.results[i].name);
+}
+
+TEST_F(BenchSearch, WithoutGuidanceEveryShapeScreensEveryVariant) {
+  settings.guide_ratio = 0;
+  const auto work = toy_grid({1, 2}, {4096, 8192}, ids);
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
+  EXPECT_EQ(o.guided_out, 0u);
+  EXPECT_EQ(m.count("screen c"), 4u);
+  EXPECT_EQ(o.screened, 4u * ids.size());
+}
+
 TEST(BenchWorkCount, CopiesCountAsWorkAndNothingUnderflows) {
   // Issue 9: "15714 benchmarks, 18446744073709551454 from the cache, 15876 to measure": the copy rows
   // were counted to measure but not among the benchmarks.

@@ -27,8 +27,8 @@ using ojson = nlohmann::ordered_json;
 /// would give tables that mean something else.
 const char* const same_fields[] = {"gpu_slug", "arch", "ktune_version", "git_commit", "mode", "quick"};
 /// Context counters of work done, added up over the slices (besides every phase_<name>_s and _cpu_s).
-const char* const summed_fields[] = {"screened",    "remeasured",   "still_noisy",       "pruned",     "finalists", "left_out",
-                                     "prep_ahead", "prep_in_line", "prep_worker_cpu_s", "prep_wait_s"};
+const char* const summed_fields[] = {"screened",   "remeasured",   "still_noisy",       "pruned",      "guided_out", "finalists",
+                                     "left_out",   "prep_ahead",   "prep_in_line",      "prep_worker_cpu_s", "prep_wait_s"};
 /// Wall times of the whole slice: the slices ran at once, so the run took the longest one.
 const char* const max_fields[] = {"measure_wall_s", "startup_s"};
 /// Reference rows every slice measures; the merged file keeps the first one's.
@@ -163,8 +163,8 @@ int cmd_merge_raw(const std::vector<std::string>& args) {
       "are not complete ktune_bench output, that differ in gpu_slug, arch, ktune_version, git_commit, mode or\n"
       "quick, or that hold the same benchmark (ktune/copy_ceiling and ktune/empty_kernel: the first file's).\n"
       "The context is the first file's with the work counters summed (screened, remeasured, still_noisy, pruned,\n"
-      "finalists, left_out, phase_*_s, prep_*), measure_wall_s and startup_s the largest, `slices` the number of\n"
-      "inputs and slice<k>.copy_ceiling_gbps / slice<k>.run_seed of each. Rows: input order, then file order.",
+      "guided_out, finalists, left_out, phase_*_s, prep_*), measure_wall_s and startup_s the largest, `slices` the\n"
+      "number of inputs and slice<k>.copy_ceiling_gbps / slice<k>.run_seed of each. Rows: input order, then file order.",
       "ktune merge-raw"};
   cli::style(app);
   std::string out, names_path;

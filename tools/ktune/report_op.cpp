@@ -130,7 +130,12 @@ std::string search_sentence(const Selection& s) {
                      "checked median (by their probe, a single call, where it took over 50 us; else, in searches since "
                      "2026-11-27, by their first three graph replays), too slow to reach the finalists; {} finalists were "
                      "timed in interleaved rounds.",
-                     x.screened, x.remeasured, x.still_noisy, x.pruned, x.finalists);
+                     x.screened, x.remeasured, x.still_noisy, x.pruned, x.finalists) +
+         (x.guided_out > 0 ? fmt::format(" {} (variant, shape) pairs were not screened: the shape was guided by its anchor "
+                                         "(the shape of the same token count at the middle width, screened in full), where "
+                                         "those variants were more than 1.3x the best.",
+                                         x.guided_out)
+                           : std::string());
 }
 
 std::string banner(const LoadedResults& r, const char* what) {

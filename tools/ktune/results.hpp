@@ -103,6 +103,7 @@ struct SearchSummary {
   std::int64_t still_noisy = 0;  ///< of those, out of line after every retry: kept among the finalists
   std::int64_t finalists = 0;    ///< variants timed in interleaved rounds (retest measures)
   std::int64_t pruned = 0;       ///< passing screens stopped early, clearly slower than their shape's best
+  std::int64_t guided_out = 0;   ///< (variant, shape) pairs not screened: out of reach at their anchor shape
 };
 
 /// One shape's regret: the other run's winner (the committed tune's) timed in this run against this run's

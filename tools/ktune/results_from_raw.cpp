@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <tuple>
 
 #include <ktune/spec.hpp>
@@ -180,7 +181,13 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
           auto it = m.counters.find(k);
           return it != m.counters.end() && std::isfinite(it->second) && it->second > 0;
         };
-        for (const DTypeResult& d : sel.dtypes)
+        for (const DTypeResult& d : sel.dtypes) {
+          // Every screened variant has a row at its shape, passing or not: a variant with a row at another
+          // shape of the dtype and none here was left out by a guided screen.
+          std::set<std::string> ids;
+          for (const ShapeResult& sh : d.shapes)
+            for (const VariantResult& v : sh.variants) ids.insert(v.id);
+          for (const ShapeResult& sh : d.shapes) sum.guided_out += static_cast<std::int64_t>(ids.size() - sh.variants.size());
           for (const ShapeResult& sh : d.shapes)
             for (const VariantResult& v : sh.variants) {
               if (v.sweep) {
@@ -191,6 +198,7 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
               }
               sum.finalists += v.retest.has_value();
             }
+        }
         sel.search = sum;
       }
       out.push_back(std::move(sel));

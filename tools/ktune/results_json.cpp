@@ -133,6 +133,7 @@ ojson to_json(const Selection& s) {
   if (s.search)
     j["search"] = {{"method", "halving"}, {"screened", s.search->screened}, {"remeasured", s.search->remeasured},
                    {"still_noisy", s.search->still_noisy}, {"finalists", s.search->finalists}, {"pruned", s.search->pruned}};
+  if (s.search && s.search->guided_out > 0) j["search"]["guided_out"] = s.search->guided_out;  // guided screens
   if (s.stability) {
     const Stability& st = *s.stability;
     ojson rows = ojson::array();
@@ -223,7 +224,8 @@ Selection from_json(const ojson& j, const std::string& where) {
     if (auto p = j.find("search"); p != j.end())
       s.search = SearchSummary{p->at("screened").get<std::int64_t>(), p->at("remeasured").get<std::int64_t>(),
                                p->at("still_noisy").get<std::int64_t>(), p->at("finalists").get<std::int64_t>(),
-                               p->value("pruned", std::int64_t{0})};  // absent before screens were pruned
+                               p->value("pruned", std::int64_t{0}),       // absent before screens were pruned
+                               p->value("guided_out", std::int64_t{0})};  // absent before guided screens
     if (auto p = j.find("stability"); p != j.end()) {
       Stability st;
       const auto& a = p->at("against");
