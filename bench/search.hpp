@@ -6,7 +6,8 @@
 //   settings (run_sweep in sweep.hpp); then `ktune select --topk` and a separate `--retest` process time
 //   the top K of each shape in interleaved rounds.
 // - halving (the default): per (op, dtype), first every shape's variants are gated and *screened* (a
-//   short timing); a screen whose spread is out of line with the shape's other variants is timed again
+//   short timing; at a shape guided by an anchor, only the variants the anchor found within reach); a
+//   screen whose spread is out of line with the shape's other variants is timed again
 //   before it can rank or drop anything; then the general configuration is picked (best geometric mean of
 //   the screens), and per shape only the finalists (S, the general configuration, and the fastest
 //   variants within reach of the best screen, at most K) are timed in interleaved rounds in the same
