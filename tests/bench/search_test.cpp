@@ -585,6 +585,7 @@ TEST_F(BenchSearch, GuidedShapesScreenOnlyWhatTheirAnchorFoundWithinReach) {
   FakeSearch again;
   const SearchOutcome o = rerun(work, again);
   EXPECT_EQ(o.measured, 0u);
+  EXPECT_TRUE(again.log.empty()) << "a guided shape whose screens are cached prepares nothing";
   EXPECT_EQ(o.guided_out, 2u);
   ASSERT_EQ(o.results.size(), first.results.size());
   for (std::size_t i = 0; i < o.results.size(); ++i) EXPECT_EQ(o.results[i].name, first.results[i].name);

@@ -260,6 +260,16 @@ __device__ __forceinline__ void store_words(E* p, const uint4& v) {
 /// duplicate lies in a sector the warp reads anyway, and nothing is stored from it).
 __device__ __forceinline__ int loaded_vector(int j, int nvec) { return j < nvec ? j : nvec - 1; }
 
+/// x of a vector of a row: the input's elements (plus the residual's), in fp32, from the loaded words.
+template <class K, class E, int Vec>
+__device__ __forceinline__ void row_x(const uint4& a, const uint4& r, float (&x)[Vec]) {
+#pragma unroll
+  for (int e = 0; e < Vec; ++e) {
+    if constexpr (K::residual) x[e] = element<E>(a, e) + element<E>(r, e);
+    else x[e] = element<E>(a, e);
+  }
+}
+
 /// Keeps words packed in registers: the compiler must take them as changed here, so what it derived from
 /// them before (their fp32 values) is derived again where used instead of held. Used for 16-bit weights
 /// across rows (converted once, outside the row loop, they double their registers) and for a row's input

@@ -38,16 +38,6 @@ __device__ __forceinline__ void load_row(const Params<E>& p, std::int64_t row, c
   }
 }
 
-/// x of vector k of a row: the input's elements (plus the residual's), in fp32.
-template <class K, class E, int Vec>
-__device__ __forceinline__ void row_x(const uint4& a, const uint4& r, float (&x)[Vec]) {
-#pragma unroll
-  for (int e = 0; e < Vec; ++e) {
-    if constexpr (K::residual) x[e] = element<E>(a, e) + element<E>(r, e);
-    else x[e] = element<E>(a, e);
-  }
-}
-
 /// Row `row` of a persistent stage, its input and residual already loaded into a, r (the weights into
 /// w): x, the residual store, the row's sum of squares (stage 3: warp sums, one barrier, every warp
 /// adds the warp sums in warp order, as row_sum<1>; stage 4: the warp's butterfly alone), the output.

@@ -1,7 +1,7 @@
-// kernels/common/norm_rows/row_kernel.cuh: row_kernel, stages 0-2 and 5 of every RMS norm kind: one block (or
-// one cluster of cs blocks) per row, the stage chosen at compile time: 0 registers, 1 shared-memory
+// kernels/common/norm_rows/row_kernel.cuh: row_kernel, stages 0-2, 5 and 7 of every RMS norm kind: one block
+// (or one cluster of cs blocks) per row, the stage chosen at compile time: 0 registers, 1 shared-memory
 // staging (FusedAddRMSNormKernel's structure), 2 re-read (RMSNormKernel's), 5 a cluster with its stores
-// after the reduction.
+// after the reduction, 7 registers with less held across the reduction.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,7 +17,7 @@
 
 namespace ktune::ops::norm_rows {
 
-/// Stages 0-2 and 5: one block per (row, cluster rank): grid.x = tokens * cluster, block = fitted threads
+/// Stages 0-2, 5 and 7: one block per (row, cluster rank): grid.x = tokens * cluster, block = fitted threads
 /// (see RowSpace). Stages 3, 4 and 6 run rows_kernel. Dynamic shared memory: part * vec floats with
 /// shared-memory staging, none otherwise.
 /// \tparam K   the op's Kind (residual or not, weight or 1 + weight)
@@ -119,6 +119,59 @@ __global__ void __launch_bounds__(Traits<K, Cfg, E>::max_threads, Traits<K, Cfg,
 #pragma unroll
         for (int e = 0; e < Vec; ++e) wf[e] = x[k][e] * inv_rms * detail::weight_factor<K>(wf[e]);
         detail::store_vector<E, Vec>(result_at(j), from_floats<E>(wf));
+      }
+    }
+  } else if constexpr (T::stage == Space::lean_registers) {
+    // Stage 7: stage 0 holding less across the reduction, for more blocks per SM. The weights are loaded
+    // after it, and the kinds without a residual keep the input as loaded words and convert it again for
+    // the output (the same conversions, so the same bits); the residual kinds hold x, which is no more
+    // registers than the input and residual words at 16-bit and half of them at fp32.
+    static_assert(Vec * sizeof(E) == 16, "Stage 7 moves 16-byte vectors.");
+    uint4 a[Vpt], r[Vpt];
+    float held[Residual ? Vpt : 1][Vec];
+#pragma unroll
+    for (int k = 0; k < Vpt; ++k) {
+      const int j = begin + tid + k * threads;
+      if (j < end) {
+        a[k] = detail::load_words(in_row + static_cast<std::ptrdiff_t>(j) * Vec);
+        if constexpr (Residual) r[k] = detail::load_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < Vpt; ++k) {
+      const int j = begin + tid + k * threads;
+      if (j < end) {
+        float x[Vec];
+        detail::row_x<K, E, Vec>(a[k], r[k], x);
+#pragma unroll
+        for (int e = 0; e < Vec; ++e) sum += x[e] * x[e];
+        if constexpr (Residual) {
+          detail::store_words(res_row + static_cast<std::ptrdiff_t>(j) * Vec, detail::pack_rounded<E, Vec>(x));
+#pragma unroll
+          for (int e = 0; e < Vec; ++e) held[k][e] = x[e];
+        }
+      }
+    }
+    const float total = detail::row_sum<Cluster>(sum, warp_sums, &partials);
+    const float inv_rms = rsqrtf(total / static_cast<float>(p.h) + p.eps);
+    if constexpr (Cfg::pdl) pdl_launch_dependents();
+    // Opaque to the compiler: it cannot keep the first x (a common subexpression) instead of the words.
+    if constexpr (!Residual) detail::keep_packed(a);
+#pragma unroll
+    for (int k = 0; k < Vpt; ++k) {
+      const int j = begin + tid + k * threads;
+      if (j < end) {
+        const uint4 w = detail::load_words(weight + static_cast<std::ptrdiff_t>(j) * Vec);
+        float x[Vec], o[Vec];
+        if constexpr (Residual) {
+#pragma unroll
+          for (int e = 0; e < Vec; ++e) x[e] = held[k][e];
+        } else {
+          detail::row_x<K, E, Vec>(a[k], r[k], x);
+        }
+#pragma unroll
+        for (int e = 0; e < Vec; ++e) o[e] = x[e] * inv_rms * detail::weight_factor<K>(detail::element<E>(w, e));
+        detail::store_words(result_at(j), detail::pack_rounded<E, Vec>(o));
       }
     }
   } else if constexpr (T::stage == Space::smem) {

@@ -47,6 +47,13 @@ namespace ktune::ops::norm_rows {
 ///                        (as many as fit in about 108 KB, 2 to 8): more rows in flight per SM than
 ///                        registers can hold, against the barrier stall of stage 3 at one block per SM
 ///                        (a row's reduction waits for the row's slowest load).
+///   stage 7 (lean registers): stage 0 holding less across the reduction, so that more blocks share an
+///                        SM: the weights are loaded after it (every block reads the same h of them,
+///                        from L2), and the kinds without a residual keep their input as loaded words
+///                        and convert it again for the output, as stages 3 and 4 do across their
+///                        barrier. From a profile-free A/B on an H200 (docs/gpu-log.md, 2026-11-27,
+///                        "guided screens", call 2): rmsnorm fp16 at T = 8192 took 40 registers at vpt 4
+///                        against stage 0's 70, and 1.3-2.6% less time than the best persistent point.
 /// `vb` 0 (element accesses) rather than "vb = element size" keeps the fallback one point for every
 /// element type: it accepts any alignment, stride and h.
 template <class K>
@@ -57,8 +64,8 @@ struct RowSpace {
       ktune::param("vpt", "vectors", {1, 2, 4, 8}),
       ktune::param("stage",
                    "0 registers / 1 smem / 2 reread / 3 persistent rows / 4 warp rows / 5 cluster, late stores / "
-                   "6 bulk rows",
-                   {0, 1, 2, 3, 4, 5, 6}),
+                   "6 bulk rows / 7 lean registers",
+                   {0, 1, 2, 3, 4, 5, 6, 7}),
       ktune::param("cs", "blocks", {1, 2, 4, 8}),
       ktune::param("pdl", "bool", {0, 1}));
   using Point = typename decltype(space)::Point;
@@ -70,7 +77,8 @@ struct RowSpace {
     persistent_rows = 3,
     warp_rows = 4,
     cluster_late_stores = 5,
-    bulk_rows = 6
+    bulk_rows = 6,
+    lean_registers = 7
   };
 
   /// Stages whose threads hold their vectors of x in registers across the reduction (vpt applies).
@@ -142,8 +150,22 @@ struct RowSpace {
     const int r = vpt * (2 * vec + loaded + 2) + persistent_register_overhead;
     return (r + register_granularity - 1) / register_granularity * register_granularity;
   }
+  /// Stage 7 holds per vector the input as loaded (the kinds without a residual) or x in fp32 and, while
+  /// the row's loads are in flight, the input and residual as loaded with their addresses; the weights
+  /// come after the reduction, with the result's address.
+  static constexpr int lean_register_estimate(int vec, int vpt, int element_bytes) {
+    const int loaded = (vec * element_bytes + 3) / 4;
+    const int rows = K::streams - 1;  // input (and residual): the row streams
+    const int at_loads = rows * loaded + 2 * rows;
+    const int held = K::residual ? vec : loaded;
+    const int at_output = held + loaded + 2;
+    const int per_vector = at_loads > at_output ? at_loads : at_output;
+    const int r = vpt * per_vector + register_overhead;
+    return (r + register_granularity - 1) / register_granularity * register_granularity;
+  }
   /// The register estimate of a register-holding stage.
   static constexpr int stage_register_estimate(int stage, int vec, int vpt, int element_bytes) {
+    if (stage == lean_registers) return lean_register_estimate(vec, vpt, element_bytes);
     if (stage == bulk_rows) return bulk_register_estimate(vec, vpt, element_bytes);
     if (persistent(stage)) return persistent_register_estimate(vec, vpt, element_bytes);
     if (stage == cluster_late_stores) return late_store_register_estimate(vec, vpt, element_bytes);
@@ -170,7 +192,8 @@ struct RowSpace {
   ///               read again), each one row per block (or cluster); 3 registers, persistent blocks
   ///               with the next row's loads in flight and the weights held; 4 the same with one row
   ///               per warp; 5 registers, a cluster per row, outputs stored after the reduction;
-  ///               6 as 3, rows fed by bulk copies into a ring of shared-memory stages
+  ///               6 as 3, rows fed by bulk copies into a ring of shared-memory stages; 7 as 0, the
+  ///               weights loaded after the reduction and (no residual) the input held as loaded
   /// \tparam Cs    blocks per row, one thread-block cluster (sm_90+): the row's sum of squares is
   ///               combined through distributed shared memory
   /// \tparam Pdl   1: launched with programmatic dependent launch (sm_90+); waits for the preceding
@@ -197,12 +220,12 @@ struct RowSpace {
         .require(vpt == 1 || holds_registers(stage),
                  "vpt > 1 only with register staging (smem and reread stagings move one vector per thread "
                  "per round, as S does, so vpt would not change the kernel)")
-        .require(stage != registers ||
-                     register_estimate(vec, vpt, element_bytes) <= arch.max_regs_per_thread,
+        .require((stage != registers && stage != lean_registers) ||
+                     stage_register_estimate(stage, vec, vpt, element_bytes) <= arch.max_regs_per_thread,
                  "register staging: vpt * vec fp32 values of x plus the weights fit the per-thread register limit")
         // Issue 10's stages (3-5).
         .require(stage <= reread || vb != 0,
-                 "stages 3-5 move 16-byte vectors (vb 16): they exist to keep more bytes in flight per thread "
+                 "stages 3-7 move 16-byte vectors (vb 16): they exist to keep more bytes in flight per thread "
                  "and per row than stages 0-2, and element accesses move 2-4 bytes each; the element-access "
                  "fallback for any alignment, stride and h is stage 2")
         .require(!persistent(stage) || cs == 1,
@@ -227,6 +250,9 @@ struct RowSpace {
         .require(stage != warp_rows || vpt >= 2,
                  "warp rows hold at least 2 vectors per lane (vpt >= 2): with vpt 1 a warp row is at most 32 "
                  "vectors (256 bf16 or 128 fp32 elements), which a stage 3 block of one warp covers as well")
+        .require(stage != lean_registers || cs == 1,
+                 "lean registers (stage 7) give a row to one block (cs 1): they serve the calls of many rows, "
+                 "where a row split over a cluster waits for the cluster's exchange and gains no bytes in flight")
         .require(stage != cluster_late_stores || cs > 1,
                  "late stores (stage 5) are for rows split over a cluster (cs > 1): with one block per row "
                  "there is no cluster barrier, and the point would be stage 0 with its residual store moved")

@@ -60,10 +60,10 @@ struct OutputRows {
   };
   static constexpr int kManyRows = 1;
 
-  /// Besides S and the fallback, one register-staged point of each of stages 0 and 1 on many rows (the
-  /// rows past 65,535 are the same code for every one-row-per-block point).
-  static constexpr std::array<const char*, 2> one_block_per_row_sample = {"vb_16.vpt_2.stage_0.cs_1.pdl_1",
-                                                                          "vb_16.vpt_1.stage_1.cs_2.pdl_1"};
+  /// Besides S and the fallback, one point of each of stages 0, 1 and 7 on many rows (the rows past
+  /// 65,535 are the same code for every one-row-per-block point).
+  static constexpr std::array<const char*, 3> one_block_per_row_sample = {
+      "vb_16.vpt_2.stage_0.cs_1.pdl_1", "vb_16.vpt_1.stage_1.cs_2.pdl_1", "vb_16.vpt_4.stage_7.cs_1.pdl_1"};
 
   static constexpr int api_graph_cases[] = {kOddT, kOffset, kInPlace};  // tuned or general; fallback; in place
   static constexpr int sample_graph_cases[] = {kOddT, kShortRows, kInPlace};
@@ -82,11 +82,12 @@ struct OutputRows {
       "vb_16.vpt_2.stage_4.cs_1.pdl_1",
       "vb_16.vpt_1.stage_5.cs_4.pdl_1",
       "vb_16.vpt_2.stage_6.cs_1.pdl_1",
+      "vb_16.vpt_4.stage_7.cs_1.pdl_1",
   };
 
-  /// Feasible sm_90 points of stages 3-6 (one row stream fewer than the residual kind: 16-bit warp rows
-  /// at vpt 8 fit), and of those the persistent ones (stages 3, 4, 6).
-  static constexpr std::size_t stage_3_to_6_points(std::size_t) { return 24; }
+  /// Feasible sm_90 points of stages 3-7 (one row stream fewer than the residual kind: 16-bit warp rows
+  /// at vpt 8 fit; lean registers at vpt 1, 2, 4, 8 x pdl), and of those the persistent ones (stages 3, 4, 6).
+  static constexpr std::size_t stage_3_to_7_points(std::size_t) { return 24 + 8; }
   static constexpr int persistent_variants(std::size_t) { return 18; }
 
   template <class Op, class E>

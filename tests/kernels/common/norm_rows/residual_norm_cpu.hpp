@@ -204,18 +204,21 @@ void check_validate_element_alignment() {
 template <class Op>
 void check_feasible_counts() {
   using Space = typename Op::Space;
-  EXPECT_EQ(Space::space.size(), 448u);  // vb 2 x vpt 4 x stage 7 x cs 4 x pdl 2
+  EXPECT_EQ(Space::space.size(), 512u);  // vb 2 x vpt 4 x stage 8 x cs 4 x pdl 2
   // The same counts for both ops of the kind (the same rows: input, residual, weight).
   // sm_90, stages 0-2 (as before issue 10), either element size: vb {0, 16} x (register staging at
   // vpt 1, 2, 4, 8 + smem + reread) x cs {1, 2, 4, 8} x pdl {0, 1} = 2 x 6 x 4 x 2 = 96.
   // Stages 3-6 (vb 16 only): persistent rows at vpt 1, 2, 4 x pdl {0, 1}; warp rows at vpt 2, 4, 8
   // (16-bit: 2, 4) x pdl {0, 1}; late-store clusters at vpt 1, 2 x cs {2, 4, 8}, pdl 1; bulk rows at
-  // vpt 2, 4, 8 x pdl {0, 1}.
-  EXPECT_EQ((ktune::FeasibleSet<Space, 90, 4>::count), 96u + 6 + 6 + 6 + 6);
-  EXPECT_EQ((ktune::FeasibleSet<Space, 90, 2>::count), 96u + 6 + 4 + 6 + 6);
-  // sm_80: no clusters, no PDL: 2 x 6, plus stages 3 and 4 without PDL.
-  EXPECT_EQ((ktune::FeasibleSet<Space, 80, 4>::count), 12u + 3 + 3);
-  EXPECT_EQ((ktune::FeasibleSet<Space, 80, 2>::count), 12u + 3 + 2);
+  // vpt 2, 4, 8 x pdl {0, 1}; lean registers (stage 7) at vpt 1, 2, 4, 8 x pdl {0, 1}.
+  EXPECT_EQ((ktune::FeasibleSet<Space, 90, 4>::count), 96u + 6 + 6 + 6 + 6 + 8);
+  EXPECT_EQ((ktune::FeasibleSet<Space, 90, 2>::count), 96u + 6 + 4 + 6 + 6 + 8);
+  // sm_80: no clusters, no PDL: 2 x 6, plus stages 3, 4 and 7 without PDL.
+  EXPECT_EQ((ktune::FeasibleSet<Space, 80, 4>::count), 12u + 3 + 3 + 4);
+  EXPECT_EQ((ktune::FeasibleSet<Space, 80, 2>::count), 12u + 3 + 2 + 4);
+  // Stage 7 holds x in fp32 for these kinds, and the input and residual words while they load: fp32 at
+  // vpt 8, per vector max(2 * 4 + 2 * 2, 4 + 4 + 2) = 12; 8 * 12 + 24 = 120.
+  EXPECT_EQ(Space::lean_register_estimate(4, 8, 4), 120);
 }
 
 /// The named points but S's (each op's S has its own).
@@ -247,8 +250,10 @@ void check_feasible_ids_round_trip() {
     EXPECT_EQ(parsed.point, pv.point) << id;
     ids.insert(id);
   }
-  EXPECT_EQ(ids.size(), 118u);
+  EXPECT_EQ(ids.size(), 118u + 8);  // stage 7 at vpt 1, 2, 4, 8 x pdl
   EXPECT_TRUE(ids.count("vb_16.vpt_8.stage_0.cs_8.pdl_1"));
+  EXPECT_TRUE(ids.count("vb_16.vpt_4.stage_7.cs_1.pdl_1"));
+  EXPECT_FALSE(ids.count("vb_16.vpt_4.stage_7.cs_2.pdl_1"));  // one block per row
   EXPECT_TRUE(ids.count("vb_16.vpt_4.stage_3.cs_1.pdl_1"));
   EXPECT_TRUE(ids.count("vb_16.vpt_2.stage_4.cs_1.pdl_0"));
   EXPECT_TRUE(ids.count("vb_16.vpt_1.stage_5.cs_8.pdl_1"));

@@ -84,11 +84,12 @@ struct ResidualRows {
       "vb_16.vpt_2.stage_4.cs_1.pdl_1",  // warp rows: one row per warp, no barrier
       "vb_16.vpt_1.stage_5.cs_4.pdl_1",  // a 4-block cluster with late stores
       "vb_16.vpt_2.stage_6.cs_1.pdl_1",  // bulk rows: a shared-memory ring filled by cp.async.bulk
+      "vb_16.vpt_4.stage_7.cs_1.pdl_1",  // lean registers: the weights loaded after the reduction
   };
 
-  /// Feasible sm_90 points of stages 3-6 (16-bit warp rows stop at vpt 4), and of those the persistent
-  /// ones (stages 3, 4, 6).
-  static constexpr std::size_t stage_3_to_6_points(std::size_t element_bytes) { return element_bytes == 4 ? 24 : 22; }
+  /// Feasible sm_90 points of stages 3-7 (16-bit warp rows stop at vpt 4; lean registers at vpt 1, 2, 4, 8
+  /// x pdl), and of those the persistent ones (stages 3, 4, 6).
+  static constexpr std::size_t stage_3_to_7_points(std::size_t element_bytes) { return (element_bytes == 4 ? 24 : 22) + 8; }
   static constexpr int persistent_variants(std::size_t element_bytes) { return element_bytes == 4 ? 18 : 16; }
 
   template <class Op, class E>

@@ -15,7 +15,7 @@
 //                                     many-rows cases too, and the cases of more than 65,535 rows run
 // The kind provides Case; cases[] and many_rows_cases[] with the picks kOddT (also the determinism case),
 // kManyRows, api_graph_cases[], sample_graph_cases[] and sanitizer_cases[]; sample[] (one point of each
-// structure); one_block_per_row_sample; stage_3_to_6_points(element size) and persistent_variants(element
+// structure); one_block_per_row_sample; stage_3_to_7_points(element size) and persistent_variants(element
 // size); and Problem<Op, E>: one case's host images, device buffers and float64 reference, with
 // allocated(), args(), fits_vector(elements), api(stream) and dtype_entry(stream) (the public API's two
 // entries), restore(), fetch(Result&), check(Result, S's Result or none) and same_outputs(Result, Result).
@@ -110,7 +110,7 @@ void check_every_variant() {
   using Problem = ProblemOf<Op, E>;
   const auto variants = Registry::global().select(Op::name, dtype_v<E>, 90);
   constexpr std::size_t feasible = FeasibleSet<typename Op::Space, 90, sizeof(E)>::count;
-  static_assert(feasible == 96 + Rows::stage_3_to_6_points(sizeof(E)), "96 points of stages 0-2, the rest of 3-6");
+  static_assert(feasible == 96 + Rows::stage_3_to_7_points(sizeof(E)), "96 points of stages 0-2, the rest of 3-7");
   ASSERT_EQ(variants.size(), feasible + 1) << "every feasible sm_90 variant and S are registered per dtype";
   const Variant* original = Registry::global().find(Op::name, dtype_v<E>, 90, "original");
   ASSERT_NE(original, nullptr);
