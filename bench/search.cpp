@@ -150,13 +150,14 @@ std::vector<std::size_t> screen_guides(const std::vector<const Shape*>& unit) {
     if (std::find(distinct.begin(), distinct.end(), widths[i]) == distinct.end()) distinct.push_back(widths[i]);
   }
   std::vector<std::size_t> guide(unit.size());
+  for (std::size_t i = 0; i < unit.size(); ++i) guide[i] = i;
+  if (distinct.size() < 2) return guide;
+  const std::string& anchor_width = distinct[distinct.size() / 2];
   for (std::size_t i = 0; i < unit.size(); ++i) {
-    guide[i] = i;
-    if (distinct.size() < 2 || unit[i]->dims.empty() || widths[i] == distinct[distinct.size() / 2]) continue;
+    if (unit[i]->dims.empty() || widths[i] == anchor_width) continue;
     for (std::size_t j = 0; j < unit.size(); ++j)
-      if (widths[j] == distinct[distinct.size() / 2] && !unit[j]->dims.empty() &&
-          unit[j]->dims.front() == unit[i]->dims.front()) {
-        guide[i] = j;
+      if (widths[j] == anchor_width && !unit[j]->dims.empty() && unit[j]->dims.front() == unit[i]->dims.front()) {
+        guide[i] = j;  // the anchor of the same token count
         break;
       }
   }

@@ -236,6 +236,12 @@ class BenchSearch : public ::testing::Test {
     settings.top_k = 2;
   }
   void TearDown() override { fs::remove(path); }
+  /// A first run of `work` from an empty cache at `path`, closed afterwards (for rerun()).
+  SearchOutcome fresh_run(const std::vector<ShapeGroup>& work) {
+    ResultCache cache(path);
+    EXPECT_EQ(cache.load(), "");
+    return run_search(work, cache, m, settings, nullptr);
+  }
   /// The same work again with a fresh fake, from the cache the first run filled.
   SearchOutcome rerun(const std::vector<ShapeGroup>& work, FakeSearch& again) {
     ResultCache cache(path);
@@ -365,12 +371,7 @@ TEST_F(BenchSearch, AScreenStillOutOfLineAfterTheRetriesStaysAFinalist) {
 TEST_F(BenchSearch, ARerunComesFromTheCacheWithTheSameFigures) {
   m.disturbed = {"a"};
   const auto work = toy_groups(2, ids);
-  SearchOutcome first;
-  {
-    ResultCache cache(path);
-    ASSERT_EQ(cache.load(), "");
-    first = run_search(work, cache, m, settings, nullptr);
-  }
+  const SearchOutcome first = fresh_run(work);
   FakeSearch again;
   const SearchOutcome o = rerun(work, again);
   EXPECT_EQ(o.measured, 0u);
@@ -395,12 +396,7 @@ TEST_F(BenchSearch, AClearlySlowerScreenStopsAtItsProbe) {
   settings.prune_min_us = 0;
   auto work = toy_groups(2, ids);
   for (ShapeGroup& g : work) g.incumbent = "f";
-  SearchOutcome first;
-  {
-    ResultCache cache(path);
-    ASSERT_EQ(cache.load(), "");
-    first = run_search(work, cache, m, settings, nullptr);
-  }
+  const SearchOutcome first = fresh_run(work);
   ASSERT_FALSE(first.aborted) << first.abort_reason;
   EXPECT_EQ(first.pruned, 2u);  // c on both shapes
   EXPECT_EQ(m.limit_of.at("toy/fp16/tokens=0/original").above_us, 0.0) << "S is never pruned";
@@ -558,12 +554,7 @@ TEST_F(BenchSearch, GuidedShapesScreenOnlyWhatTheirAnchorFoundWithinReach) {
   settings.general_keep = 2;
   auto work = toy_grid({1, 2}, {4096, 8192}, ids);
   for (ShapeGroup& g : work) g.incumbent = "f";
-  SearchOutcome first;
-  {
-    ResultCache cache(path);
-    ASSERT_EQ(cache.load(), "");
-    first = run_search(work, cache, m, settings, nullptr);
-  }
+  const SearchOutcome first = fresh_run(work);
   ASSERT_FALSE(first.aborted) << first.abort_reason;
   EXPECT_EQ(first.guided_out, 2u);  // c at (1, 4096) and (2, 4096)
   for (const char* shape : {"tokens=1,h=4096", "tokens=2,h=4096"}) {
