@@ -8,6 +8,7 @@
 
 #include "ktune/cli.hpp"
 #include "ktune/io.hpp"
+#include "ktune/list.hpp"
 #include "ktune/tables.hpp"
 
 namespace {
@@ -81,6 +82,45 @@ TEST_F(ToyTree, TablesAreDeterministicAndCheckDetectsEdits) {
   EXPECT_EQ(run_ktune(check), exit_failure);
   fs::remove(path);
   EXPECT_EQ(run_ktune(check), exit_failure);
+}
+
+// A table across GPUs may take a GPU's rows from results of an older space (tuned before points were added):
+// its header names them stale, and its hash is the current space's. Without a current space among the
+// inputs, results of two spaces are refused: no space says what their ids mean.
+TEST_F(ToyTree, ResultsOfAnOlderSpaceGiveTheirRowsAndAreNamedStale) {
+  const auto all = load_all_results(dir_ + "/reports");
+  ASSERT_EQ(all.size(), 1u);
+  const LoadedResults& current = all[0].second.at(0);
+  LoadedResults older = current;
+  older.label = "nvidia-h100-80gb-hbm3/toyop.json";
+  older.selection.gpu = "NVIDIA H100 80GB HBM3";
+  older.selection.gpu_slug = "nvidia-h100-80gb-hbm3";
+  older.selection.space_hash = "0x0000000000000001";
+  const std::string& hash = current.selection.space_hash;
+
+  const std::string table = generate_table("toyop", {current, older}, hash);
+  EXPECT_NE(table.find("space_hash = " + hash + "ull"), std::string::npos);
+  const std::size_t stale = table.find("stale: measured on space 0x0000000000000001");
+  ASSERT_NE(stale, std::string::npos);
+  EXPECT_LT(table.rfind("nvidia-h100-80gb-hbm3/toyop.json", stale), stale) << "under the older input's line";
+  EXPECT_NE(table.find("NVIDIA H100 80GB HBM3"), std::string::npos) << "its rows are in the table";
+  EXPECT_EQ(generate_table("toyop", {current}, hash).find("stale: measured"), std::string::npos);
+
+  EXPECT_THROW(generate_table("toyop", {current, older}), ToolError);  // no current space known
+  EXPECT_THROW(generate_table("toyop", {current, older}, "0x00000000000000ff"), ToolError);
+}
+
+TEST(ToolList, AnIdNamesAPointWhenEveryFieldIsAParameterWithOneOfItsValues) {
+  const SpaceInfo* rmsnorm = nullptr;
+  for (const SpaceInfo& s : known_spaces())
+    if (s.op == "rmsnorm") rmsnorm = &s;
+  ASSERT_NE(rmsnorm, nullptr);
+  EXPECT_TRUE(names_point(*rmsnorm, "vb_16.vpt_4.stage_7.cs_1.pdl_1"));
+  EXPECT_TRUE(names_point(*rmsnorm, "vb_0.vpt_8.stage_7.cs_8.pdl_0"));   // a point, though not a feasible one
+  EXPECT_FALSE(names_point(*rmsnorm, "vb_16.vpt_4.stage_9.cs_1.pdl_1"));  // no such stage
+  EXPECT_FALSE(names_point(*rmsnorm, "vb_16.vpt_4.cs_1.stage_7.pdl_1"));  // fields out of order
+  EXPECT_FALSE(names_point(*rmsnorm, "vb_16.vpt_4.stage_7.cs_1"));        // one field short
+  EXPECT_FALSE(names_point(*rmsnorm, "original"));
 }
 
 TEST(ToolIo, WriteAtomicReplacesWholeFilesAndSkipsIdenticalContent) {

@@ -226,6 +226,21 @@ int cmd_select(const std::vector<std::string>& argv) {
 
 // ---- tables ---------------------------------------------------------------------------------------
 
+namespace {
+/// The first variant id a table could take from `sel` (a winner, a general configuration or one of its
+/// runners-up) that is no point of `space`; empty when there is none.
+std::string first_id_not_in(const SpaceInfo& space, const Selection& sel) {
+  for (const DTypeResult& d : sel.dtypes) {
+    std::vector<std::string> ids = {d.general.id};
+    for (const auto& [id, geomean] : d.general.ranking) ids.push_back(id);
+    for (const ShapeResult& sh : d.shapes) ids.push_back(sh.winner);
+    for (const std::string& id : ids)
+      if (!id.empty() && id != "original" && !names_point(space, id)) return id;
+  }
+  return {};
+}
+}  // namespace
+
 int cmd_tables(const std::vector<std::string>& argv) {
   CLI::App app{"Writes kernels/<op>/tuned.cuh for every op that has results files (<results>/<gpu>/<op>.json): per\n"
                "architecture, device and dtype, token-count and width buckets -> variant, the general configuration as\n"
@@ -252,13 +267,20 @@ int cmd_tables(const std::vector<std::string>& argv) {
       fmt::print(stderr, "ktune tables: results for '{}' but no kernel folder {}; skipped\n", op, dir);
       continue;
     }
+    std::string current;  // the op's space hash in this build, when it knows the op
     for (const SpaceInfo& s : known_spaces())
-      if (s.op == op)
+      if (s.op == op) {
+        current = fmt::format("0x{:016x}", s.hash);
         for (const LoadedResults& r : inputs)
-          if (r.selection.space_hash != fmt::format("0x{:016x}", s.hash))
-            fmt::print(stderr, "ktune tables: warning: {} was measured on space {}, the space is now 0x{:016x}: re-tune\n",
-                       r.label, r.selection.space_hash, s.hash);
-    const std::string text = generate_table(op, inputs);
+          if (r.selection.space_hash != current) {
+            fmt::print(stderr, "ktune tables: warning: {} was measured on space {}, the space is now {}: re-tune\n",
+                       r.label, r.selection.space_hash, current);
+            if (const std::string id = first_id_not_in(s, r.selection); !id.empty())
+              throw ToolError(fmt::format("{} names {}, which is no point of {}'s space now: re-tune that GPU (or remove "
+                                          "its results) before building the table", r.label, id, op));
+          }
+      }
+    const std::string text = generate_table(op, inputs, current);
     const std::string path = join_path(dir, "tuned.cuh");
     if (check) {
       const bool same = file_exists(path) && read_file(path) == text;

@@ -41,6 +41,10 @@ struct SpaceInfo {
   SpaceListing (*describe)(const ArchLimits& arch, int element_bytes) = nullptr;
 };
 
+/// Whether `id` names a point of `space`: its fields are the space's parameters, in order, each with one of
+/// its values (feasible or not).
+bool names_point(const SpaceInfo& space, const std::string& id);
+
 /// The spaces compiled into this binary, sorted by op.
 const std::vector<SpaceInfo>& known_spaces();
 

@@ -206,13 +206,16 @@ std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs_in) {
   return rows;
 }
 
-std::string generate_table(const std::string& op, const std::vector<LoadedResults>& inputs) {
+std::string generate_table(const std::string& op, const std::vector<LoadedResults>& inputs,
+                           const std::string& current_space_hash) {
   if (inputs.empty()) throw ToolError("no results for op '" + op + "'");
   std::string space_hash = inputs.front().selection.space_hash;
   for (const LoadedResults& r : inputs)
-    if (r.selection.space_hash != space_hash)
-      throw ToolError(fmt::format("results for '{}' come from different spaces ({} in {}, {} in {}): re-tune so "
-                                  "every GPU is measured on the same space",
+    if (r.selection.space_hash == current_space_hash && !current_space_hash.empty()) space_hash = current_space_hash;
+  for (const LoadedResults& r : inputs)
+    if (r.selection.space_hash != space_hash && space_hash != current_space_hash)
+      throw ToolError(fmt::format("results for '{}' come from different spaces ({} in {}, {} in {}), neither of them "
+                                  "the current one: re-tune so every GPU is measured on the same space",
                                   op, space_hash, inputs.front().label, r.selection.space_hash, r.label));
   if (space_hash.empty()) throw ToolError(fmt::format("{}: no space hash recorded (context space_hash.{})", inputs.front().label, op));
   const std::vector<TableRow> rows = table_rows(inputs);
@@ -229,6 +232,10 @@ std::string generate_table(const std::string& op, const std::vector<LoadedResult
     auto env = [&](const char* k) { return s.environment.count(k) ? s.environment.at(k) : std::string("unknown"); };
     o += fmt::format("//   {} ({}): {} (sm_{}), CUDA runtime {}, driver {}, measured {}, commit {}\n", r->label, r->hash,
                      s.gpu, s.arch, env("cuda_runtime_version"), env("driver_version"), env("date"), env("git_commit"));
+    if (s.space_hash != space_hash)
+      o += fmt::format("//     stale: measured on space {}, before the space became {}; its rows name points the space "
+                       "still has, and the points added since were not measured on it: re-tune this GPU\n",
+                       s.space_hash, space_hash);
   }
   o += "// Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token\n"
        "// counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent\n"

@@ -38,8 +38,14 @@ std::vector<std::int64_t> bucket_upper_bounds(const std::vector<std::int64_t>& m
 /// spaces) or a shape cannot be keyed by (tokens, width).
 std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs);
 
-/// The complete text of kernels/<op>/tuned.cuh. Deterministic: depends only on `inputs`.
-std::string generate_table(const std::string& op, const std::vector<LoadedResults>& inputs);
+/// The complete text of kernels/<op>/tuned.cuh. Deterministic: depends only on `inputs` and `space_hash`.
+/// `space_hash` is the op's current Space::space.hash() as "0x..." (empty: unknown). Results measured on an
+/// older space (before points were added) still give their GPU's rows, named stale in the header, as long
+/// as the caller has checked that their ids are points of the current space; the table's hash is then the
+/// current one, when any input was measured on it. Inputs on different spaces none of which is current are
+/// refused: no space says what their ids mean.
+std::string generate_table(const std::string& op, const std::vector<LoadedResults>& inputs,
+                           const std::string& space_hash = {});
 
 /// The complete text of kernels/<op>/tuned.cuh before the first tune (no results): no rows, the general
 /// configuration is Space::default_point. Same shape as generate_table's, so a tune rewrites it in place.
