@@ -111,9 +111,9 @@ std::vector<std::string> general_ranking(const std::vector<const std::vector<Ben
 /// Guided screens: the anchor of each shape of one (op, dtype), as an index into `unit`. The anchors are the
 /// groups of one width (a shape's dimensions after the first, the token count, and its scalars): the
 /// middle one of the widths in plan order; they and any shape whose token count no anchor has are
-/// screened in full (their own index). Every other shape is guided by the anchor of its token count:
-/// the winners of neighbouring widths were within 1.2x of each other at every token count of the ten
-/// ops' H100 and H200 tunes (bench/README.md). One width: every shape is its own anchor.
+/// screened in full (their own index). Every other shape is guided by the anchor of its token count: in
+/// the ten ops' committed H100 and H200 searches, every shape's winner screened within 1.2x of the best
+/// at its anchor (bench/README.md). One width: every shape is its own anchor.
 std::vector<std::size_t> screen_guides(const std::vector<const Shape*>& unit);
 
 /// What a guided group screens besides `always`: the variants whose anchor screen competes within

@@ -52,8 +52,8 @@ namespace ktune::ops::norm_rows {
 ///                        from L2), and the kinds without a residual keep their input as loaded words
 ///                        and convert it again for the output, as stages 3 and 4 do across their
 ///                        barrier. From a profile-free A/B on an H200 (docs/gpu-log.md, 2026-11-27,
-///                        "guided screens", call 2): rmsnorm fp16 at T = 8192 took 40 registers at vpt 4
-///                        against stage 0's 70, and 1.3-2.6% less time than the best persistent point.
+///                        "guided screens", call 2): rmsnorm fp16 at T = 8192, 39 registers at vpt 4 (ptxas)
+///                        against stage 0's 67, took 1.3-2.6% less time than the best persistent point.
 /// `vb` 0 (element accesses) rather than "vb = element size" keeps the fallback one point for every
 /// element type: it accepts any alignment, stride and h.
 template <class K>
