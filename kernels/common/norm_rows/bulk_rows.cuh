@@ -161,10 +161,7 @@ __device__ __forceinline__ void bulk_rows(const Params<E>& p, unsigned char* rin
     for (int k = 0; k < Vpt; ++k) {
       const int j = tid + k * threads;
       if (j < nvec) {
-        float o[Vec];
-#pragma unroll
-        for (int e = 0; e < Vec; ++e) o[e] = x[k][e] * inv_rms * weight_factor<K>(element<E>(w[k], e));
-        store_words(out_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(o));
+        store_words(out_row + static_cast<std::ptrdiff_t>(j) * Vec, normalised_words<K, E, Vec>(x[k], inv_rms, w[k]));
       }
     }
   }

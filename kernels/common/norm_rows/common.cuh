@@ -246,6 +246,15 @@ __device__ __forceinline__ uint4 pack_rounded(const float (&f)[Vec]) {
   }
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
+/// The normalised output of Vec elements, x * inv_rms * weight_factor(w), rounded to E as words: the
+/// store every stage that holds its weights as words ends a row with.
+template <class K, class E, int Vec>
+__device__ __forceinline__ uint4 normalised_words(const float (&x)[Vec], float inv_rms, const uint4& w) {
+  float o[Vec];
+#pragma unroll
+  for (int e = 0; e < Vec; ++e) o[e] = x[e] * inv_rms * weight_factor<K>(element<E>(w, e));
+  return pack_rounded<E, Vec>(o);
+}
 template <class E>
 __device__ __forceinline__ uint4 load_words(const E* p) {
   return *reinterpret_cast<const uint4*>(p);

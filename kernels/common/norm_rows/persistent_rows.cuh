@@ -89,16 +89,14 @@ __device__ __forceinline__ void finish_row(const Params<E>& p, std::int64_t row,
   for (int k = 0; k < Vpt; ++k) {
     const int j = g.first + k * g.stride;
     if (j < nvec) {
-      float x[Vec], o[Vec];
+      float x[Vec];
       if constexpr (K::residual) {
 #pragma unroll
         for (int e = 0; e < Vec; ++e) x[e] = held[k][e];
       } else {
         row_x<K, E, Vec>(a[k], r[k], x);
       }
-#pragma unroll
-      for (int e = 0; e < Vec; ++e) o[e] = x[e] * inv_rms * weight_factor<K>(element<E>(w[k], e));
-      store_words(out_row + static_cast<std::ptrdiff_t>(j) * Vec, pack_rounded<E, Vec>(o));
+      store_words(out_row + static_cast<std::ptrdiff_t>(j) * Vec, normalised_words<K, E, Vec>(x, inv_rms, w[k]));
     }
   }
 }

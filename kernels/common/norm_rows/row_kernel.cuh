@@ -162,16 +162,14 @@ __global__ void __launch_bounds__(Traits<K, Cfg, E>::max_threads, Traits<K, Cfg,
       const int j = begin + tid + k * threads;
       if (j < end) {
         const uint4 w = detail::load_words(weight + static_cast<std::ptrdiff_t>(j) * Vec);
-        float x[Vec], o[Vec];
+        float x[Vec];
         if constexpr (Residual) {
 #pragma unroll
           for (int e = 0; e < Vec; ++e) x[e] = held[k][e];
         } else {
           detail::row_x<K, E, Vec>(a[k], r[k], x);
         }
-#pragma unroll
-        for (int e = 0; e < Vec; ++e) o[e] = x[e] * inv_rms * detail::weight_factor<K>(detail::element<E>(w, e));
-        detail::store_words(result_at(j), detail::pack_rounded<E, Vec>(o));
+        detail::store_words(result_at(j), detail::normalised_words<K, E, Vec>(x, inv_rms, w));
       }
     }
   } else if constexpr (T::stage == Space::smem) {
