@@ -27,6 +27,9 @@ const Command core_commands[] = {
     {"compare", "two tunes shape by shape: the user's regret, winners held or within band (--attach: the reports'\n"
                 "run-to-run section)",
      tool::cmd_compare},
+    {"replay-guides", "a full search -> what the guided screens' rule would keep at a ratio, the winners it would\n"
+                      "leave out",
+     tool::cmd_replay_guides},
     {"profile", "CUPTI metrics and findings of one op's variants on this GPU (runs ktune_profile)", tool::cmd_profile},
     {"profile-plan", "reports/<gpu>/<op>.json -> the calls `ktune_profile --plan` profiles (S and the winners)",
      tool::cmd_profile_plan},
