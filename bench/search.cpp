@@ -73,9 +73,9 @@ bool out_of_line(const BenchResult& r, double typical, const SearchSettings& s) 
 
 namespace {
 bool competes(const BenchResult& r) { return r.ok() && r.samples > 0 && r.id != "original"; }
-/// The figure a screen competes with: its median when clean, its fastest sample when still noisy.
-double effective(const BenchResult& r) { return r.noisy ? r.min_us : r.median_us; }
 }  // namespace
+
+double effective(const BenchResult& r) { return r.noisy ? r.min_us : r.median_us; }
 
 std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened, const std::vector<std::string>& always,
                                         const SearchSettings& s) {

@@ -93,6 +93,9 @@ double typical_spread(const std::vector<BenchResult>& results);
 /// the shape's typical spread.
 bool out_of_line(const BenchResult& r, double typical, const SearchSettings& s);
 
+/// The figure a passing screen competes with: its median when clean, its fastest sample when still noisy.
+double effective(const BenchResult& r);
+
 /// The finalists of one shape, as indices into `screened` (parallel to the group's items), in item
 /// order: S ("original") and the variants of `always` (the general configuration, the incumbent) whenever
 /// they passed, and the fastest `top_k` variants (those of `always` count among them when they are) whose

@@ -39,10 +39,10 @@ BenchResult screen_of(const RawRun& r) {
   return b;
 }
 
-/// The figure a screen competes with (the search's rule): its median, or its fastest sample while noisy.
+/// The figure a passing screen competes with (the search's own), none for a failed one.
 std::optional<double> figure(const BenchResult& b) {
   if (!b.ok() || b.samples == 0) return std::nullopt;
-  return b.noisy ? b.min_us : b.median_us;
+  return bench::effective(b);
 }
 
 struct ShapeRows {
