@@ -62,7 +62,11 @@ struct SearchSettings {
   int min_rounds = 3;          ///< rounds every finalist gets before any is left out
   double out_margin = 0.03;    ///< left out after min_rounds: fastest round > leader x (1 + max(this, 2 x its spread))
   double tight_spread = 0.02;  ///< a screen spread at most this gets tight_samples per round, else loose_samples
-  int tight_samples = 10, loose_samples = 20;
+  /// Samples per round. In the H200's ten-op tune of 2026-11-27 (3023 finalists at 10 and 20) the spread of
+  /// a finalist's round medians (p50 0.27%) was what its samples' scatter alone gives a median of 10: the
+  /// rounds did not drift apart, and a figure's precision (about 0.1%) was a tenth of the band a winner is
+  /// chosen in. Half the samples keep it there at half the rounds' GPU time (docs/scale.md).
+  int tight_samples = 5, loose_samples = 10;
   /// A screen measured above prune_ratio x the best median of the shape's screens so far stops there: it
   /// cannot reach the finalists (reach), and what it measured is what the general configuration's mean
   /// counts for it. Its probe (a single call, launch latency included) decides alone above prune_min_us,
