@@ -278,6 +278,7 @@ int run_bench(int argc, char** argv) {
                         {"guided_out", std::to_string(o.guided_out)},
                         {"finalists", std::to_string(o.finalists)},
                         {"left_out", std::to_string(o.left_out)}};
+      for (auto& kv : settings_context(settings)) search_context.push_back(std::move(kv));
       results = std::move(o.results);
       aborted = o.aborted;
       abort_reason = o.abort_reason;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "names.hpp"
@@ -182,6 +183,29 @@ bool clearly_out(const std::vector<double>& mine, const std::vector<double>& lea
   const RoundStats l = round_stats(leader);
   const double margin = std::max(s.out_margin, 2 * l.spread);
   return *std::min_element(mine.begin(), mine.end()) > l.median * (1 + margin);
+}
+
+std::vector<std::pair<std::string, std::string>> settings_context(const SearchSettings& s) {
+  auto number = [](double v) {
+    std::ostringstream o;
+    o << v;  // shortest round trip of these settings: 0.1, 1.3, 50
+    return o.str();
+  };
+  return {{"search_top_k", number(s.top_k)},
+          {"search_reach", number(s.reach)},
+          {"search_noise_abs", number(s.noise_abs)},
+          {"search_noise_rel", number(s.noise_rel)},
+          {"search_noise_retries", number(s.noise_retries)},
+          {"search_rounds", number(s.rounds)},
+          {"search_min_rounds", number(s.min_rounds)},
+          {"search_out_margin", number(s.out_margin)},
+          {"search_tight_spread", number(s.tight_spread)},
+          {"search_tight_samples", number(s.tight_samples)},
+          {"search_loose_samples", number(s.loose_samples)},
+          {"search_prune_ratio", number(s.prune_ratio)},
+          {"search_prune_min_us", number(s.prune_min_us)},
+          {"search_guide_ratio", number(s.guide_ratio)},
+          {"search_general_keep", number(s.general_keep)}};
 }
 
 std::string refined_key(const std::string& screen_key) { return screen_key + "/refined"; }

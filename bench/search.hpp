@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cache.hpp"
@@ -92,6 +93,10 @@ struct ScreenLimit {
   double probe_min_us = 0;  ///< its probe alone decides only above this too
 };
 SearchSettings search_settings(bool quick);
+/// The settings a search ran with, as context keys of its results file ("search_<field>", every field of
+/// SearchSettings): `ktune select` records them in the results files for the reports to state, and
+/// `ktune merge-raw` merges only slices that share them.
+std::vector<std::pair<std::string, std::string>> settings_context(const SearchSettings& s);
 
 /// Median of the spreads of the passing results (0 when none).
 double typical_spread(const std::vector<BenchResult>& results);

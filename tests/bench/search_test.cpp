@@ -41,6 +41,23 @@ std::vector<std::string> ids_of(const std::vector<BenchResult>& rs, const std::v
   return out;
 }
 
+TEST(BenchSearchRules, TheSettingsAreRecordedAsContextKeys) {
+  SearchSettings s = search_settings(false);
+  s.guide_ratio = 0;  // --screen-every-shape
+  const auto ctx = settings_context(s);
+  const std::map<std::string, std::string> keys(ctx.begin(), ctx.end());
+  EXPECT_EQ(keys.size(), ctx.size());  // no key twice
+  EXPECT_EQ(ctx.size(), 15u);          // every field of SearchSettings
+  for (const auto& kv : ctx) EXPECT_EQ(kv.first.rfind("search_", 0), 0u) << kv.first;
+  EXPECT_EQ(keys.at("search_guide_ratio"), "0");
+  EXPECT_EQ(keys.at("search_prune_ratio"), "1.3");
+  EXPECT_EQ(keys.at("search_reach"), "0.1");
+  EXPECT_EQ(keys.at("search_prune_min_us"), "50");
+  EXPECT_EQ(keys.at("search_rounds"), "5");
+  EXPECT_EQ(keys.at("search_tight_samples"), "7");
+  EXPECT_EQ(keys.at("search_loose_samples"), "14");
+}
+
 TEST(BenchSearchRules, TypicalSpreadIsTheMedianOverPassingScreens) {
   EXPECT_EQ(typical_spread({}), 0);
   EXPECT_DOUBLE_EQ(typical_spread({screen_of("a", 1, 0.01), screen_of("b", 1, 0.03), screen_of("c", 1, 0.5), failed("d")}), 0.03);

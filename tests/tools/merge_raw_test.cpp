@@ -62,7 +62,8 @@ ojson slice(int k, const std::string& op) {
              {"quick", "0"},        {"complete", "1"},               {"copy_ceiling_gbps", k == 0 ? "4257.1" : "4250"},
              {"run_seed", std::to_string(100 + k)},                 {"screened", k == 0 ? "10" : "5"},
              {"finalists", "2"},    {"phase_gate_s", k == 0 ? "1.5" : "2.25"},
-             {"phase_gate_cpu_s", "3"}, {"measure_wall_s", k == 0 ? "40.5" : "12"}, {"startup_s", k == 0 ? "1" : "3"}};
+             {"phase_gate_cpu_s", "3"}, {"measure_wall_s", k == 0 ? "40.5" : "12"}, {"startup_s", k == 0 ? "1" : "3"},
+             {"search_guide_ratio", "1.3"}, {"search_rounds", "5"}};
   ojson rows = ojson::array();
   rows.push_back(row("ktune/copy_ceiling", 500 + k));
   rows.push_back(row("ktune/empty_kernel", 2 + k));
@@ -131,6 +132,12 @@ TEST_F(MergeRaw, RefusesWhatIsNotASliceOfOneTune) {
     b["context"][field] = "other";
     refused(write(std::string("differs_") + field + ".json", b), {std::string("\"") + field + "\"", "other"});
   }
+  ojson every_shape = slice(1, "opb");  // another way of searching: --screen-every-shape
+  every_shape["context"]["search_guide_ratio"] = "0";
+  refused(write("every_shape.json", every_shape), {"\"search_guide_ratio\"", "\"0\""});
+  ojson no_settings = slice(1, "opb");
+  no_settings["context"].erase("search_rounds");
+  refused(write("no_settings.json", no_settings), {"\"search_rounds\"", "missing"});
   ojson incomplete = slice(1, "opb");
   incomplete["context"]["complete"] = "0";
   refused(write("incomplete.json", incomplete), {"\"complete\"", "\"0\""});

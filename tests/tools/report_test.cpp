@@ -123,6 +123,32 @@ TEST(ToolReport, PercentOfSameSizeCopyIsCopyTimeOverBestTime) {
   EXPECT_FALSE(pct_of_same_size_copy(shape_of(s, "fp32", "tokens=1,d=1024")).has_value());
 }
 
+TEST(ToolReport, TheSearchSentenceStatesTheSettingsTheSearchRanWith) {
+  Selection s = toy_selection();
+  SearchSummary x;
+  x.screened = 40;
+  x.finalists = 9;
+  x.guided_out = 3;
+  s.search = x;
+  // A search recorded before its settings were: the values every search ran with until then.
+  std::string md = op_markdown(LoadedResults{"nvidia-h200/toyop.json", "0x0", s});
+  EXPECT_NE(md.find("(above 10% and above 4x the shape's median spread)"), std::string::npos) << md;
+  EXPECT_NE(md.find("after 2 retries"), std::string::npos);
+  EXPECT_NE(md.find("above 1.3x the shape's best checked median (by their probe, a single call, where it took over 50 us"),
+            std::string::npos);
+  EXPECT_NE(md.find("up to 7 interleaved rounds of 10 samples (20 after a noisy screen)"), std::string::npos);
+  EXPECT_NE(md.find("those variants were more than 1.3x the best"), std::string::npos);
+  s.search->settings = {{"noise_abs", 0.08}, {"noise_rel", 3},   {"noise_retries", 1},  {"prune_ratio", 1.25},
+                        {"prune_min_us", 40}, {"guide_ratio", 1.2}, {"rounds", 5}, {"tight_samples", 7}, {"loose_samples", 14}};
+  md = op_markdown(LoadedResults{"nvidia-h200/toyop.json", "0x0", s});
+  EXPECT_NE(md.find("(above 8% and above 3x the shape's median spread)"), std::string::npos) << md;
+  EXPECT_NE(md.find("after 1 retry and"), std::string::npos);
+  EXPECT_NE(md.find("above 1.25x the shape's best checked median (by their probe, a single call, where it took over 40 us"),
+            std::string::npos);
+  EXPECT_NE(md.find("up to 5 interleaved rounds of 7 samples (14 after a noisy screen)"), std::string::npos);
+  EXPECT_NE(md.find("those variants were more than 1.2x the best"), std::string::npos);
+}
+
 TEST(ToolReport, ShapeTablesShowPercentOfSameSizeCopyNextToPercentOfCopy) {
   Selection s = toy_selection();
   const LoadedResults with{"nvidia-h200/toyop.json", "0x0", s};

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,29 @@ TEST(ToolSearch, ASearchFileSelectsLikeASweepAndItsRetest) {
   EXPECT_EQ(back.search->screened, a.search->screened);
   EXPECT_EQ(back.search->pruned, 1);
   EXPECT_EQ(dump_json(to_json(back), 6), dump_json(to_json(a), 6));
+}
+
+TEST(ToolSearch, TheSettingsItRanWithReachTheResultsFile) {
+  json doc = search_document();
+  doc["context"]["search_rounds"] = "5";
+  doc["context"]["search_guide_ratio"] = "1.3";
+  doc["context"]["search_noise_abs"] = "0.1";
+  const auto sel = select_files({parse_raw(doc, "search.json", "0x1")});
+  ASSERT_EQ(sel.size(), 1u);
+  ASSERT_TRUE(sel[0].search.has_value());
+  const std::map<std::string, double> want{{"guide_ratio", 1.3}, {"noise_abs", 0.1}, {"rounds", 5}};
+  EXPECT_EQ(sel[0].search->settings, want);
+  const Selection back = from_json(to_json(sel[0]), "memory");
+  ASSERT_TRUE(back.search.has_value());
+  EXPECT_EQ(back.search->settings, want);
+  EXPECT_EQ(dump_json(to_json(back), 6), dump_json(to_json(sel[0]), 6));
+  // A search recorded before 2026-11-27 has none; a setting that is not a number is refused.
+  const auto before = select_files({parse_raw(search_document(), "search.json", "0x1")});
+  ASSERT_TRUE(before[0].search.has_value());
+  EXPECT_TRUE(before[0].search->settings.empty());
+  EXPECT_FALSE(to_json(before[0])["search"].contains("settings"));
+  doc["context"]["search_rounds"] = "five";
+  EXPECT_THROW(select_files({parse_raw(doc, "search.json", "0x1")}), ToolError);
 }
 
 TEST(ToolSearch, AnUnknownModeIsRefused) {

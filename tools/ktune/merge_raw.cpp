@@ -98,7 +98,11 @@ ojson merge_raw(const std::vector<RawInput>& inputs, const std::set<std::string>
   const ojson& first = inputs.front().doc.at("context");
   for (std::size_t i = 1; i < inputs.size(); ++i) {
     const ojson& c = inputs[i].doc.at("context");
-    for (const char* k : same_fields) {
+    std::set<std::string> keys(std::begin(same_fields), std::end(same_fields));
+    for (const ojson* ctx : {&first, &c})  // and the search's settings (search_<field>): one tune, one way of searching
+      for (auto it = ctx->begin(); it != ctx->end(); ++it)
+        if (it.key().rfind("search_", 0) == 0) keys.insert(it.key());
+    for (const std::string& k : keys) {
       const auto a = context_string(first, k), b = context_string(c, k);
       if (a != b)
         throw ToolError(fmt::format("{}: context \"{}\" is {}, {} has {}: slices of one tune share it", inputs[i].path,
@@ -160,8 +164,9 @@ int cmd_merge_raw(const std::vector<std::string>& args) {
   CLI::App app{
       "Merges the Google Benchmark JSON files of a tune's slices (ktune_bench --slice K/N, one per GPU or per\n"
       "cluster task) into OUT, which `ktune select --raw OUT` reads as it reads a one-GPU run. Refuses files that\n"
-      "are not complete ktune_bench output, that differ in gpu_slug, arch, ktune_version, git_commit, mode or\n"
-      "quick, or that hold the same benchmark (ktune/copy_ceiling and ktune/empty_kernel: the first file's).\n"
+      "are not complete ktune_bench output, that differ in gpu_slug, arch, ktune_version, git_commit, mode,\n"
+      "quick or the search's settings (search_*), or that hold the same benchmark (ktune/copy_ceiling and\n"
+      "ktune/empty_kernel: the first file's).\n"
       "The context is the first file's with the work counters summed (screened, remeasured, still_noisy, pruned,\n"
       "guided_out, finalists, left_out, phase_*_s, prep_*), measure_wall_s and startup_s the largest, `slices` the\n"
       "number of inputs and slice<k>.copy_ceiling_gbps / slice<k>.run_seed of each. Rows: input order, then file order.",

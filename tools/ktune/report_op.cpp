@@ -119,22 +119,33 @@ std::vector<std::string> build_lines(const Selection& sel) {
   return out;
 }
 
+/// A setting of the search as its results file recorded it; a search recorded before 2026-11-27 ran with
+/// `before`, the value every search had until then.
+double setting(const SearchSummary& x, const char* name, double before) {
+  const auto it = x.settings.find(name);
+  return it != x.settings.end() ? it->second : before;
+}
+
 /// The halving search's account, one sentence (empty for exhaustive sweeps).
 std::string search_sentence(const Selection& s) {
   if (!s.search) return {};
   const SearchSummary& x = *s.search;
+  const double retries = setting(x, "noise_retries", 2);
   return fmt::format("Halving search: {} screens passed the gate; {} were timed again because their spread was out of line "
-                     "with their shape's other variants (above 10% and above 4x the shape's median spread), before they could "
-                     "rank or drop a variant; {} stayed out of line after two retries and were kept among the finalists (a "
-                     "variant leaves them only on a clean screen); {} stopped early, measured above 1.3x the shape's best "
-                     "checked median (by their probe, a single call, where it took over 50 us; else, in searches since "
+                     "with their shape's other variants (above {:g}% and above {:g}x the shape's median spread), before they "
+                     "could rank or drop a variant; {} stayed out of line after {:g} {} and were kept among the finalists "
+                     "(a variant leaves them only on a clean screen); {} stopped early, measured above {:g}x the shape's best "
+                     "checked median (by their probe, a single call, where it took over {:g} us; else, in searches since "
                      "2026-11-27, by their first three graph replays), too slow to reach the finalists; {} finalists were "
-                     "timed in interleaved rounds.",
-                     x.screened, x.remeasured, x.still_noisy, x.pruned, x.finalists) +
+                     "timed in up to {:g} interleaved rounds of {:g} samples ({:g} after a noisy screen).",
+                     x.screened, x.remeasured, 100 * setting(x, "noise_abs", 0.10), setting(x, "noise_rel", 4),
+                     x.still_noisy, retries, retries == 1 ? "retry" : "retries", x.pruned, setting(x, "prune_ratio", 1.3),
+                     setting(x, "prune_min_us", 50), x.finalists, setting(x, "rounds", 7), setting(x, "tight_samples", 10),
+                     setting(x, "loose_samples", 20)) +
          (x.guided_out > 0 ? fmt::format(" {} (variant, shape) pairs were not screened: the shape was guided by its anchor "
                                          "(the shape of the same token count at the middle width, screened in full), where "
-                                         "those variants were more than 1.3x the best.",
-                                         x.guided_out)
+                                         "those variants were more than {:g}x the best.",
+                                         x.guided_out, setting(x, "guide_ratio", 1.3))
                            : std::string());
 }
 

@@ -104,6 +104,9 @@ struct SearchSummary {
   std::int64_t finalists = 0;    ///< variants timed in interleaved rounds (retest measures)
   std::int64_t pruned = 0;       ///< passing screens stopped early, clearly slower than their shape's best
   std::int64_t guided_out = 0;   ///< (variant, shape) pairs not screened: out of reach at their anchor shape
+  /// The settings it ran with (bench::SearchSettings, its raw file's context keys search_<field> without the
+  /// prefix: guide_ratio, rounds, ...); empty for a search recorded before 2026-11-27.
+  std::map<std::string, double> settings;
 };
 
 /// One shape's regret: the other run's winner (the committed tune's) timed in this run against this run's

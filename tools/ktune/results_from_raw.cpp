@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <tuple>
 
@@ -198,6 +199,15 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
               }
               sum.finalists += v.retest.has_value();
             }
+        }
+        const RawFile& search = **std::find_if(fs.begin(), fs.end(), [](const RawFile* f) { return f->mode == "search"; });
+        for (const auto& [key, text] : search.context) {
+          if (key.rfind("search_", 0) != 0) continue;
+          char* end = nullptr;
+          const double v = std::strtod(text.c_str(), &end);
+          if (text.empty() || *end != '\0' || !std::isfinite(v))
+            throw ToolError(fmt::format("{}: context \"{}\" is \"{}\", not a number", search.path, key, text));
+          sum.settings[key.substr(7)] = v;
         }
         sel.search = sum;
       }

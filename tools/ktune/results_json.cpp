@@ -134,6 +134,7 @@ ojson to_json(const Selection& s) {
     j["search"] = {{"method", "halving"}, {"screened", s.search->screened}, {"remeasured", s.search->remeasured},
                    {"still_noisy", s.search->still_noisy}, {"finalists", s.search->finalists}, {"pruned", s.search->pruned}};
   if (s.search && s.search->guided_out > 0) j["search"]["guided_out"] = s.search->guided_out;  // guided screens
+  if (s.search && !s.search->settings.empty()) j["search"]["settings"] = s.search->settings;   // recorded since 2026-11-27
   if (s.stability) {
     const Stability& st = *s.stability;
     ojson rows = ojson::array();
@@ -221,11 +222,17 @@ Selection from_json(const ojson& j, const std::string& where) {
       s.dtypes.push_back(std::move(d));
     }
     if (auto p = j.find("profile"); p != j.end()) s.profile = *p;
-    if (auto p = j.find("search"); p != j.end())
-      s.search = SearchSummary{p->at("screened").get<std::int64_t>(), p->at("remeasured").get<std::int64_t>(),
-                               p->at("still_noisy").get<std::int64_t>(), p->at("finalists").get<std::int64_t>(),
-                               p->value("pruned", std::int64_t{0}),       // absent before screens were pruned
-                               p->value("guided_out", std::int64_t{0})};  // absent before guided screens
+    if (auto p = j.find("search"); p != j.end()) {
+      SearchSummary x;
+      x.screened = p->at("screened").get<std::int64_t>();
+      x.remeasured = p->at("remeasured").get<std::int64_t>();
+      x.still_noisy = p->at("still_noisy").get<std::int64_t>();
+      x.finalists = p->at("finalists").get<std::int64_t>();
+      x.pruned = p->value("pruned", std::int64_t{0});          // absent before screens were pruned
+      x.guided_out = p->value("guided_out", std::int64_t{0});  // absent before guided screens
+      if (p->contains("settings")) x.settings = p->at("settings").get<std::map<std::string, double>>();  // and before 2026-11-27
+      s.search = std::move(x);
+    }
     if (auto p = j.find("stability"); p != j.end()) {
       Stability st;
       const auto& a = p->at("against");
