@@ -334,10 +334,14 @@ int run_agent(const AgentOptions& o, std::ostream& log) {
     if (exit_code == agent_no_gpu) break;
 
     // The judge (testing.hpp: the gate, the search, the ranking's verdicts, compute-sanitizer) and the
-    // winner's CUPTI profile, each candidate on a GPU of its own.
+    // winner's CUPTI profile, each candidate on a GPU of its own. The judges of a wave share the host's cores
+    // for their float64 references, as tools/tune.sh shares them between a tune's slices: on two H200s, two
+    // judges each preparing on every core ran their rounds 25-33% longer than one alone (docs/scale.md).
+    const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
     auto judge = [&](Job& job, const std::string& gpu) {
       Toolchain on = tc;
       on.cuda_visible_devices = gpu;
+      if (jobs.size() > 1) on.prep_threads = std::max(1u, (cores - 2) / static_cast<unsigned>(jobs.size()));
       job.j = judge_family(on, job.cand, spec_text, job.root, o.testing, o.tuning, &job.tune);
       if (!job.j.passed) return;
       // The dtype the winner wins first: its profile's; the smallest and the largest shape of that dtype,

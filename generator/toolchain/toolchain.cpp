@@ -119,6 +119,8 @@ std::vector<std::string> run_environment(const Toolchain& tc) {
   if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) p += (p.empty() ? "" : ":") + std::string(old);
   std::vector<std::string> env{"LD_LIBRARY_PATH=" + p};
   if (!tc.cuda_visible_devices.empty()) env.push_back("CUDA_VISIBLE_DEVICES=" + tc.cuda_visible_devices);
+  if (const char* own = std::getenv("KTUNE_PREP_THREADS"); tc.prep_threads > 0 && !(own && *own))
+    env.push_back("KTUNE_PREP_THREADS=" + std::to_string(tc.prep_threads));
   return env;
 }
 

@@ -37,6 +37,9 @@ struct Toolchain {
   double compile_timeout_s = 300;              ///< per translation unit
   int shards = 4;                              ///< shard units per candidate (default: jobs, 4 to 16)
   std::string cuda_visible_devices;            ///< the GPU its programs run on (ktune agent --gpus; empty: inherited)
+  /// Host threads a run's float64 references are prepared on (KTUNE_PREP_THREADS of ktune_bench; 0: its
+  /// default, every core but two): set when judges share the host, and never over the user's own setting.
+  unsigned prep_threads = 0;
 };
 
 /// Reads a toolchain.json; relative paths are taken from its folder. Empty string on success.

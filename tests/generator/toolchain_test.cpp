@@ -2,12 +2,14 @@
 // the bounding of compiler messages sent back to the LLM.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "generator/record/files.hpp"
 #include "generator/toolchain/process.hpp"
 #include "generator/toolchain/toolchain.hpp"
+#include "agent_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace ktune::gen;
@@ -88,6 +90,26 @@ TEST(ToolchainManifest, MissingManifestSaysWhereItComesFrom) {
   Toolchain tc;
   const std::string err = load_toolchain("/nonexistent/toolchain.json", tc);
   EXPECT_NE(err.find("written by the build"), std::string::npos) << err;
+}
+
+TEST(ToolchainManifest, ARunSeesItsGpuAndItsShareOfTheHostsCores) {
+  test::ScopedEnv unset("KTUNE_PREP_THREADS", "");
+  Toolchain tc;
+  tc.library_path = {"/opt/lib"};
+  auto has = [](const std::vector<std::string>& env, const std::string& entry) {
+    return std::find(env.begin(), env.end(), entry) != env.end();
+  };
+  std::vector<std::string> env = run_environment(tc);  // one judge: the GPU and the cores it inherits
+  EXPECT_EQ(env.size(), 1u);
+  EXPECT_EQ(env[0].rfind("LD_LIBRARY_PATH=/opt/lib", 0), 0u);
+  tc.cuda_visible_devices = "1";
+  tc.prep_threads = 7;  // a judge of a wave of two on 16 cores
+  env = run_environment(tc);
+  EXPECT_TRUE(has(env, "CUDA_VISIBLE_DEVICES=1"));
+  EXPECT_TRUE(has(env, "KTUNE_PREP_THREADS=7"));
+  test::ScopedEnv own("KTUNE_PREP_THREADS", "3");  // the user's own setting is theirs
+  env = run_environment(tc);
+  EXPECT_FALSE(std::any_of(env.begin(), env.end(), [](const std::string& e) { return e.rfind("KTUNE_PREP_THREADS=", 0) == 0; }));
 }
 
 TEST(ToolchainDiagnostics, ErrorsComeFirstAndTheBudgetHolds) {
