@@ -309,6 +309,16 @@ int run_bench(int argc, char** argv) {
     search_context.emplace_back("measure_wall_s", number(wall));
     search_context.emplace_back("startup_s", number(startup_s));
     std::cerr << line.str() << "\n";
+    if (!p.part_s.empty()) {
+      std::cerr << "ktune_bench: within them:";
+      for (const auto& [part, seconds] : p.part_s) {
+        std::cerr << (part == p.part_s.begin()->first ? " " : ", ") << part << " " << number(seconds) << " s";
+        std::string key = "part_" + part + "_s";  // part_gate_runs_s
+        std::replace(key.begin(), key.end(), '.', '_');
+        search_context.emplace_back(key, number(seconds));
+      }
+      std::cerr << "\n";
+    }
     // The inputs and references prepared on other cores while the GPU timed (bench/prefetch.hpp).
     const HostPrefetcher::Stats h = measurer.prefetch_stats();
     std::cerr << "ktune_bench: host preparation on " << measurer.prefetch_threads() << " threads: " << h.ahead

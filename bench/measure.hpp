@@ -61,6 +61,9 @@ std::uint64_t shape_seed(std::uint64_t run_seed, const std::string& op, DType dt
 struct PhaseTimes {
   enum Phase { prepare, gate, timing, verify, count };  ///< verify: the judge's checks of timed calls
   double wall_s[count] = {}, cpu_s[count] = {};
+  /// Wall time of named parts of the gate and the checks ("gate.runs", "verify.digests", ...), each within
+  /// its phase: where a phase's time goes, for the next thing to make faster.
+  std::map<std::string, double> part_s;
   static const char* name(int p);
 };
 

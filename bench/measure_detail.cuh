@@ -80,6 +80,27 @@ class PhaseScope {
   double cpu_;
 };
 
+/// Adds the wall time from its construction to stop() or its end to a named part of a phase
+/// (PhaseTimes::part_s).
+class PartScope {
+ public:
+  PartScope(PhaseTimes& p, const char* part) : p_(p), part_(part), wall_(std::chrono::steady_clock::now()) {}
+  PartScope(const PartScope&) = delete;
+  PartScope& operator=(const PartScope&) = delete;
+  ~PartScope() { stop(); }
+  void stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    p_.part_s[part_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
+  }
+
+ private:
+  PhaseTimes& p_;
+  const char* part_;
+  std::chrono::steady_clock::time_point wall_;
+  bool stopped_ = false;
+};
+
 /// A device (or pinned host) buffer kept from one shape group to the next and grown when a group needs
 /// more: allocating and freeing every group's buffers (pinning and unpinning up to gigabytes, cudaFree
 /// synchronising the device) was most of the `prepare` phase that the host workers did not hide.

@@ -162,6 +162,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   // Before running anything: a kernel that cannot launch here would only fail the gate confusingly.
   // An original S reached only through its own launcher (ops the generator derived from a user's file)
   // has no kernel pointer to ask about: it is gated and timed, not device-checked. Variants always are.
+  PartScope device_check(s.phases, "gate.device_check");
   const KernelResources res = v->resources(args);
   if (res.func || !v->is_original()) {
     DeviceCheck dc;
@@ -179,6 +180,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
     }
   }
 
+  device_check.stop();
   if (s.gate_ptr.empty()) {  // rounds of a finalist this process did not gate (a cached screen)
     const std::string err = prepare_gate(s.host_inputs);
     if (!err.empty()) {
@@ -190,13 +192,16 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   // One checked run: shared memory scribbled, the call, the whole device synchronised (work a variant
   // put on a stream of its own included), guard zones and read-only inputs checked.
   auto checked_run = [&](std::uint32_t scribble, const std::string& when, std::vector<std::uint64_t>& out_digests) -> bool {
+    PartScope reset(s.phases, "gate.reset");
     Status st = s.reset_gate();
     if (st.ok()) st = scribble_shared_memory(scribble, s.stream);
+    reset.stop();
     if (!st.ok()) {
       s.cuda_failure(r, "error: resetting the gate's buffers: ", st);
       r.cacheable = r.fatal;
       return false;
     }
+    PartScope run(s.phases, "gate.runs");
     st = v->run(s.gate_args.get(), s.stream);
     if (!st.ok()) {
       s.gate_dirty = true;
@@ -205,12 +210,15 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
       return false;
     }
     st = Status::from_cuda(cudaDeviceSynchronize(), "the kernel");
+    run.stop();
     if (!st.ok()) {
       s.cuda_failure(r, "incorrect: ", st);
       return false;
     }
     std::string verdict;
+    PartScope checks(s.phases, "gate.buffer_checks");
     st = s.check_buffers(when, verdict, out_digests);
+    checks.stop();
     if (!st.ok()) {
       s.cuda_failure(r, "error: checking the gate's buffers: ", st);
       r.cacheable = r.fatal;
@@ -225,6 +233,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   // Compared on the device when it may (the first gate of each shape on the host as well, as a check
   // of the device comparison), else copied back and compared on the host.
   auto host_compare = [&](std::vector<Comparison>& out) -> Status {
+    PartScope part(s.phases, "gate.host_compare");
     for (std::size_t o = 0; o < s.outputs.size(); ++o) {
       const std::size_t t = s.outputs[o];
       KTUNE_CUDA_TRY(cudaMemcpyAsync(s.host_out + s.host_offsets[o], s.gate_ptr[t], s.tensors[t].bytes(),
@@ -239,6 +248,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
     return Status::success();
   };
   auto compare_on_device = [&](std::vector<Comparison>& out) -> Status {
+    PartScope part(s.phases, "gate.device_compare");
     for (std::size_t o = 0; o < s.outputs.size(); ++o) {
       const std::size_t t = s.outputs[o];
       Comparison c;

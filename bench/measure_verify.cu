@@ -76,9 +76,12 @@ Status GpuMeasurer::State::verify_work(const Variant& v, const std::string& name
     // around the call: the time is the GPU's, not the host's to submit the graph (a busy host, such as
     // the workers preparing later groups, adds nothing).
     KTUNE_TRY(ensure_events());
+    PartScope graph(phases, "verify.graphs");
     ktune::detail::GraphGuard g;
     const bool graphed = ktune::detail::capture_timed_batch(
         stream, 1, ev_start, ev_stop, [&] { return v.run(args[set].get(), stream); }, g);
+    graph.stop();
+    PartScope calls(phases, "verify.calls");
     // The graph is launched once before the refill, as the timing warms its own: a freshly instantiated
     // graph's first launch has cost 10-15 us more than the call (seen on H100s and H200s in full tunes,
     // where honest 2-5 us calls were judged work_skipped). The refill below overwrites what it wrote,
@@ -112,6 +115,7 @@ Status GpuMeasurer::State::verify_work(const Variant& v, const std::string& name
     KTUNE_TRY(launched);
     float ms = 0;
     KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
+    calls.stop();
     fastest_us = fastest_us < 0 ? ms * 1e3 : std::min(fastest_us, ms * 1e3);
     // The read-only inputs (still as drawn after the timed calls and this one) and the outputs, in one
     // pass over the set.
@@ -124,7 +128,10 @@ Status GpuMeasurer::State::verify_work(const Variant& v, const std::string& name
       }
     for (std::size_t t : outputs) spans.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
     std::vector<std::uint64_t> d;
-    KTUNE_TRY(digests(spans, stream, check_scratch, d));
+    {
+      PartScope part(phases, "verify.digests");
+      KTUNE_TRY(digests(spans, stream, check_scratch, d));
+    }
     for (std::size_t i = 0; i < which.size(); ++i)
       if (d[i] != input_digest[which[i]]) {
         verdict = judge::message(judge::Verdict::input_modified, tensors[which[i]].name +

@@ -63,7 +63,7 @@ ojson slice(int k, const std::string& op) {
              {"run_seed", std::to_string(100 + k)},                 {"screened", k == 0 ? "10" : "5"},
              {"finalists", "2"},    {"phase_gate_s", k == 0 ? "1.5" : "2.25"},
              {"phase_gate_cpu_s", "3"}, {"measure_wall_s", k == 0 ? "40.5" : "12"}, {"startup_s", k == 0 ? "1" : "3"},
-             {"search_guide_ratio", "1.3"}, {"search_rounds", "5"}};
+             {"part_gate_runs_s", k == 0 ? "1" : "0.5"}, {"search_guide_ratio", "1.3"}, {"search_rounds", "5"}};
   ojson rows = ojson::array();
   rows.push_back(row("ktune/copy_ceiling", 500 + k));
   rows.push_back(row("ktune/empty_kernel", 2 + k));
@@ -91,6 +91,7 @@ TEST_F(MergeRaw, SumsCountersAndKeepsRowsInInputOrder) {
   EXPECT_EQ(c.at("screened"), "15");
   EXPECT_EQ(c.at("finalists"), "4");
   EXPECT_EQ(c.at("phase_gate_s"), "3.75");
+  EXPECT_EQ(c.at("part_gate_runs_s"), "1.5");  // a part of a phase, summed as the phase
   EXPECT_EQ(c.at("phase_gate_cpu_s"), "6");
   EXPECT_EQ(c.at("measure_wall_s"), "40.5");  // the slices ran at once: the largest
   EXPECT_EQ(c.at("startup_s"), "3");

@@ -40,7 +40,8 @@ bool is_summed(const std::string& key) {
     const std::string suffix = s;
     return key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return key.rfind("phase_", 0) == 0 && ends_with("_s");  // phase_<name>_s and phase_<name>_cpu_s
+  // phase_<name>_s, phase_<name>_cpu_s and the parts within them, part_<name>_s
+  return (key.rfind("phase_", 0) == 0 || key.rfind("part_", 0) == 0) && ends_with("_s");
 }
 bool is_max(const std::string& key) {
   return std::find(std::begin(max_fields), std::end(max_fields), key) != std::end(max_fields);
@@ -168,7 +169,7 @@ int cmd_merge_raw(const std::vector<std::string>& args) {
       "quick or the search's settings (search_*), or that hold the same benchmark (ktune/copy_ceiling and\n"
       "ktune/empty_kernel: the first file's).\n"
       "The context is the first file's with the work counters summed (screened, remeasured, still_noisy, pruned,\n"
-      "guided_out, finalists, left_out, phase_*_s, prep_*), measure_wall_s and startup_s the largest, `slices` the\n"
+      "guided_out, finalists, left_out, phase_*_s, part_*_s, prep_*), measure_wall_s and startup_s the largest, `slices` the\n"
       "number of inputs and slice<k>.copy_ceiling_gbps / slice<k>.run_seed of each. Rows: input order, then file order.",
       "ktune merge-raw"};
   cli::style(app);
