@@ -2,11 +2,12 @@
 #include "search.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
-#include <sstream>
+#include <system_error>
 #include <tuple>
 
 #include "names.hpp"
@@ -186,10 +187,10 @@ bool clearly_out(const std::vector<double>& mine, const std::vector<double>& lea
 }
 
 std::vector<std::pair<std::string, std::string>> settings_context(const SearchSettings& s) {
-  auto number = [](double v) {
-    std::ostringstream o;
-    o << v;  // shortest round trip of these settings: 0.1, 1.3, 50
-    return o.str();
+  auto number = [](double v) {  // the shortest text that reads back as v: 0.1, 1.3, 50
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
   };
   return {{"search_top_k", number(s.top_k)},
           {"search_reach", number(s.reach)},

@@ -43,7 +43,8 @@ std::vector<std::string> ids_of(const std::vector<BenchResult>& rs, const std::v
 
 TEST(BenchSearchRules, TheSettingsAreRecordedAsContextKeys) {
   SearchSettings s = search_settings(false);
-  s.guide_ratio = 0;  // --screen-every-shape
+  s.guide_ratio = 0;             // --screen-every-shape
+  s.out_margin = 0.0123456789;   // every digit a setting has is kept
   const auto ctx = settings_context(s);
   const std::map<std::string, std::string> keys(ctx.begin(), ctx.end());
   EXPECT_EQ(keys.size(), ctx.size());  // no key twice
@@ -52,6 +53,7 @@ TEST(BenchSearchRules, TheSettingsAreRecordedAsContextKeys) {
   EXPECT_EQ(keys.at("search_guide_ratio"), "0");
   EXPECT_EQ(keys.at("search_prune_ratio"), "1.3");
   EXPECT_EQ(keys.at("search_reach"), "0.1");
+  EXPECT_EQ(keys.at("search_out_margin"), "0.0123456789");
   EXPECT_EQ(keys.at("search_prune_min_us"), "50");
   EXPECT_EQ(keys.at("search_rounds"), "5");
   EXPECT_EQ(keys.at("search_tight_samples"), "7");
