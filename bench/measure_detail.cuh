@@ -30,6 +30,7 @@
 #include "buffer_checks.cuh"
 #include "tensor_type.hpp"
 #include "device_compare.cuh"
+#include "timing_options.cuh"
 
 namespace ktune::bench {
 
@@ -39,19 +40,6 @@ inline std::string describe(const Status& st) {
   std::string s = st.message;
   if (st.cuda != cudaSuccess) s += std::string(" (") + cudaGetErrorName(st.cuda) + ": " + cudaGetErrorString(st.cuda) + ")";
   return s;
-}
-
-inline TimingOptions to_options(const TimingSettings& t) {
-  TimingOptions o;
-  o.warmup = t.warmup;
-  o.min_samples = t.min_samples;
-  o.max_samples = t.max_samples;
-  o.stable_rel = t.stable_rel;
-  o.max_seconds = t.max_seconds;
-  o.graph = t.graph;
-  o.graph_sample_us = t.graph_sample_us;
-  o.max_batch = t.max_batch;
-  return o;
 }
 
 inline Timed to_timed(const TimingResult& r) {

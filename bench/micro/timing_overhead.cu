@@ -16,6 +16,8 @@
 
 #include <ktune/timing.cuh>
 
+#include "timing_options.cuh"
+
 namespace {
 
 #define CHECK(x)                                                                                      \
@@ -164,13 +166,7 @@ int main() {
   std::printf("\n# screens: time_kernel with the search's screen settings over a rotation of 8 (median of 20)\n");
   std::printf("%9s %6s %8s %8s %10s %12s %10s\n", "call us", "batch", "samples", "wall us", "GPU us", "host extra", "per sample");
   for (unsigned call_ns : {2000u, 10000u, 60000u}) {
-    ktune::TimingOptions opt;
-    opt.warmup = 1;
-    opt.min_samples = 6;
-    opt.max_samples = 30;
-    opt.stable_rel = 0.01;
-    opt.max_seconds = 0.5;
-    opt.graph_sample_us = 250;
+    ktune::TimingOptions opt = ktune::bench::to_options(ktune::bench::screen_timing(false));
     opt.batch_for_us = call_ns / 1e3;
     std::vector<double> wall, gpu, samples, batch;
     for (int rep = 0; rep < 20; ++rep) {
