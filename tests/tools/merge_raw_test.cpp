@@ -182,9 +182,9 @@ TEST_F(MergeRaw, NamesKeepsTheListedRowsAndTheReferences) {
 // results files that selecting the whole run gives, byte for byte. The one difference allowed is each
 // results file's `sources[].hash`, the hash of the raw file's bytes (a different file: another context).
 /// `text` without the lines of what the run's GPU step cost (the environment's measure_wall_s, startup_s,
-/// slices, prep_threads, phase_*_s): a merge sums or takes the largest of them, as it should.
+/// slices, prep_threads, phase_*_s, part_*_s): a merge sums or takes the largest of them, as it should.
 std::string without_run_cost(const std::string& text) {
-  static const std::regex cost("\"(measure_wall_s|startup_s|slices|prep_threads|phase_[a-z]+_s)\": ");
+  static const std::regex cost("\"(measure_wall_s|startup_s|slices|prep_threads|phase_[a-z]+_s|part_[a-z_]+_s)\": ");
   std::istringstream in(text);
   std::string out;
   for (std::string line; std::getline(in, line);)

@@ -149,6 +149,19 @@ TEST(ToolReport, TheSearchSentenceStatesTheSettingsTheSearchRanWith) {
   EXPECT_NE(md.find("those variants were more than 1.2x the best"), std::string::npos);
 }
 
+TEST(ToolReport, TheCostSectionSaysWhereTheTunesTimeWent) {
+  Selection s = toy_selection();
+  s.environment["measure_wall_s"] = "220.3";
+  for (const char* phase : {"prepare", "gate", "timing", "verify"}) s.environment[std::string("phase_") + phase + "_s"] = "10";
+  s.environment["part_gate_runs_s"] = "12.34";
+  s.environment["part_verify_digests_s"] = "4.5";
+  const std::string md = op_markdown(LoadedResults{"nvidia-h200/toyop.json", "0x0", s});
+  EXPECT_NE(md.find("Tune (the whole run, every op in it): 220 s of wall time on 1 GPU process(es); prepare 10.0 s, gate "
+                    "10.0 s, timing 10.0 s, verify 10.0 s; within them: gate runs 12.3 s, verify digests 4.50 s"),
+            std::string::npos)
+      << md;
+}
+
 TEST(ToolReport, ShapeTablesShowPercentOfSameSizeCopyNextToPercentOfCopy) {
   Selection s = toy_selection();
   const LoadedResults with{"nvidia-h200/toyop.json", "0x0", s};
