@@ -32,7 +32,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 stage="${KTUNE_GPU_STAGE:-$root/.gpu}"
 build="${KTUNE_BUILD_DIR:-$root/build}"
 
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }  # the header above
 
 # Libraries every GPU machine has (driver, CUDA runtime, C/C++ runtime); everything else travels.
 system_lib='^(libcuda|libcudart|libcupti|libnvidia|libc\.|libm\.|libstdc\+\+|libgcc_s|libdl|libpthread|librt|ld-linux|linux-vdso)'
