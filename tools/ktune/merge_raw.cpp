@@ -169,8 +169,9 @@ int cmd_merge_raw(const std::vector<std::string>& args) {
       "quick or the search's settings (search_*), or that hold the same benchmark (ktune/copy_ceiling and\n"
       "ktune/empty_kernel: the first file's).\n"
       "The context is the first file's with the work counters summed (screened, remeasured, still_noisy, pruned,\n"
-      "guided_out, finalists, left_out, phase_*_s, part_*_s, prep_*), measure_wall_s and startup_s the largest, `slices` the\n"
-      "number of inputs and slice<k>.copy_ceiling_gbps / slice<k>.run_seed of each. Rows: input order, then file order.",
+      "guided_out, finalists, left_out, phase_*_s, part_*_s, prep_*), measure_wall_s and startup_s the largest,\n"
+      "`slices` the number of inputs and slice<k>.copy_ceiling_gbps / slice<k>.run_seed of each. Rows: input\n"
+      "order, then file order.",
       "ktune merge-raw"};
   cli::style(app);
   std::string out, names_path;
