@@ -58,22 +58,40 @@ __global__ void first_difference_kernel(const unsigned char* a, const unsigned c
   if (mine != ULLONG_MAX) atomicMin(first, mine);
 }
 
-/// Σ mix64(word_i + i·φ) over the 32-bit words of [p, p + n) (a short tail padded with zero bytes), mod 2^64:
-/// independent of the summation order, so the digest is deterministic however the blocks run.
+/// Σ mix64(w_j + j·φ) over the 64-bit little-endian words w_j of [p, p + n) (a short tail padded with zero
+/// bytes), mod 2^64: independent of the summation order, so the digest is deterministic however the blocks
+/// run, and of where the span lies (j counts from p). Read 16 bytes at a time, four reads in flight per
+/// thread before any mixing: the checks of every gate and every timing digest the whole inputs and outputs,
+/// and word-sized loads with a mix per 32-bit word ran at a third of the copy ceiling (docs/gpu-log.md).
 template <int = 0>
 __global__ void digest_kernel(const unsigned char* p, std::size_t n, unsigned long long* out) {
-  const std::size_t words = (n + 3) / 4;
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  constexpr std::uint64_t phi = 0x9E3779B97F4A7C15ull;
+  constexpr int unroll = 4;
+  const std::size_t thread = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  auto pair = [](const uint4& v, std::uint64_t j) {  // the two words of 16 bytes, the first at word j
+    const std::uint64_t lo = v.x | static_cast<std::uint64_t>(v.y) << 32, hi = v.z | static_cast<std::uint64_t>(v.w) << 32;
+    return mix64(lo + j * phi) + mix64(hi + (j + 1) * phi);
+  };
   unsigned long long h = 0;
-  const bool aligned = reinterpret_cast<std::uintptr_t>(p) % 4 == 0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < words; i += stride) {
-    std::uint32_t w = 0;
-    if (aligned && 4 * i + 4 <= n) {
-      w = reinterpret_cast<const std::uint32_t*>(p)[i];
-    } else {
-      for (std::size_t k = 0; k < 4 && 4 * i + k < n; ++k) w |= static_cast<std::uint32_t>(p[4 * i + k]) << (8 * k);
+  std::size_t pairs = 0;  // the 16-byte blocks read as vectors; the rest word by word below
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
+    pairs = n / 16;
+    const uint4* v = reinterpret_cast<const uint4*>(p);
+    std::size_t i = thread;
+    for (; i + (unroll - 1) * threads < pairs; i += unroll * threads) {
+      uint4 x[unroll];
+#pragma unroll
+      for (int u = 0; u < unroll; ++u) x[u] = v[i + u * threads];
+#pragma unroll
+      for (int u = 0; u < unroll; ++u) h += pair(x[u], 2 * (i + u * threads));
     }
-    h += mix64(static_cast<std::uint64_t>(w) + static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull);
+    for (; i < pairs; i += threads) h += pair(v[i], 2 * i);
+  }
+  for (std::size_t j = 2 * pairs + thread; 8 * j < n; j += threads) {
+    std::uint64_t w = 0;
+    for (std::size_t k = 0; k < 8 && 8 * j + k < n; ++k) w |= static_cast<std::uint64_t>(p[8 * j + k]) << (8 * k);
+    h += mix64(w + j * phi);
   }
   for (int off = 16; off > 0; off >>= 1) h += __shfl_down_sync(0xffffffffu, h, off);
   if ((threadIdx.x & 31) == 0 && h) atomicAdd(out, h);
@@ -170,7 +188,7 @@ inline Status digests(const std::vector<Span>& spans, cudaStream_t stream, Check
   KTUNE_CUDA_TRY(cudaMemsetAsync(scratch.word(), 0, spans.size() * sizeof(unsigned long long), stream));
   for (std::size_t i = 0; i < spans.size(); ++i)
     if (spans[i].n)
-      detail::digest_kernel<><<<detail::check_blocks((spans[i].n + 3) / 4), 256, 0, stream>>>(
+      detail::digest_kernel<><<<detail::check_blocks((spans[i].n + 63) / 64), 256, 0, stream>>>(
           static_cast<const unsigned char*>(spans[i].p), spans[i].n, scratch.word() + i);
   KTUNE_CUDA_TRY(cudaGetLastError());
   std::vector<unsigned long long> r(spans.size());

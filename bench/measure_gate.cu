@@ -233,13 +233,15 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   // Compared on the device when it may (the first gate of each shape on the host as well, as a check
   // of the device comparison), else copied back and compared on the host.
   auto host_compare = [&](std::vector<Comparison>& out) -> Status {
-    PartScope part(s.phases, "gate.host_compare");
+    PartScope copy(s.phases, "gate.host_copy");
     for (std::size_t o = 0; o < s.outputs.size(); ++o) {
       const std::size_t t = s.outputs[o];
       KTUNE_CUDA_TRY(cudaMemcpyAsync(s.host_out + s.host_offsets[o], s.gate_ptr[t], s.tensors[t].bytes(),
                                      cudaMemcpyDeviceToHost, s.stream));
     }
     KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
+    copy.stop();
+    PartScope part(s.phases, "gate.host_compare");
     for (std::size_t o = 0; o < s.outputs.size(); ++o)
       out.push_back(visit_tensor_type(s.tensors[s.outputs[o]], s.dtype, [&](auto e) {
         using T = decltype(e);

@@ -1,9 +1,10 @@
 // The judge's device checks (bench/buffer_checks.cuh): the first differing byte of two buffers and of a
 // guard zone is found exactly wherever it lies (aligned or not, in the vector body or the tail, with
-// any phase of the guard word), equal buffers digest equally and one flipped bit changes the digest,
-// and the shared-memory scribble runs on this device. Fresh random bytes per run.
+// any phase of the guard word), equal bytes digest equally wherever they lie while one flipped bit or
+// two swapped words change the digest, and the shared-memory scribble runs on this device. Fresh random bytes per run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -120,6 +121,34 @@ TEST_F(BufferChecksGpu, DigestsAreEqualForEqualBytesAndDifferForOneBit) {
     ASSERT_EQ(cudaMemcpy(b.p + at, &flipped, 1, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_TRUE(digests({{b.p, n, 0}}, stream, scratch, d).ok());
     EXPECT_NE(da, d[0]) << n << " bytes, bit flipped at " << at;
+  }
+}
+
+TEST_F(BufferChecksGpu, DigestsDoNotDependOnWhereTheBytesLie) {
+  // A span that is not 16-byte aligned is read word by word, an aligned one 16 bytes at a time with a
+  // tail: the same bytes must digest the same either way, at every size the unrolled loop splits.
+  const std::uint64_t seed = ktune::test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed ^ 0xa11e9);
+  for (std::size_t n : {std::size_t{15}, std::size_t{16}, std::size_t{17}, std::size_t{1000}, std::size_t{5000017}}) {
+    std::vector<unsigned char> host(n);
+    for (auto& b : host) b = static_cast<unsigned char>(rng());
+    DeviceBytes aligned(n), shifted(n + 16);
+    ASSERT_EQ(cudaMemcpy(aligned.p, host.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+    for (std::size_t at : {1, 4, 8, 13}) {
+      ASSERT_EQ(cudaMemcpy(shifted.p + at, host.data(), n, cudaMemcpyHostToDevice), cudaSuccess);
+      std::vector<std::uint64_t> d;
+      ASSERT_TRUE(digests({{aligned.p, n, 0}, {shifted.p + at, n, 0}}, stream, scratch, d).ok());
+      EXPECT_EQ(d[0], d[1]) << n << " bytes, the copy at offset " << at;
+    }
+    // The digest depends on where each word is: two words swapped give another.
+    if (n < 16 || std::equal(host.begin(), host.begin() + 8, host.begin() + 8)) continue;
+    std::vector<std::uint64_t> before, after;
+    ASSERT_TRUE(digests({{aligned.p, n, 0}}, stream, scratch, before).ok());
+    std::swap_ranges(host.begin(), host.begin() + 8, host.begin() + 8);
+    ASSERT_EQ(cudaMemcpy(aligned.p, host.data(), 16, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_TRUE(digests({{aligned.p, n, 0}}, stream, scratch, after).ok());
+    EXPECT_NE(before[0], after[0]) << n << " bytes, the first two words swapped";
   }
 }
 
