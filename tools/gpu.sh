@@ -10,7 +10,8 @@
 #                                           $OUT/gpu-results.tar.gz (or ./gpu-results.tar.gz), and
 #                                           prints a short table last
 #   here:   tools/gpu.sh unpack ARCHIVE     unpack results into build/gpu-results/, and for a tune
-#                                           step run select, tables and report here
+#                                           step run select, tables and report here (an archive over
+#                                           15 MiB travels as ARCHIVE.part0, .part1, ...: name ARCHIVE)
 #
 # Steps (each fits one 10-minute call on an H100/H200):
 #   check     device facts, copy ceiling, the core GPU tests
@@ -26,7 +27,7 @@
 #             KTUNE_PROFILE_ARGS="--op ... --shape ..." profiles those calls instead); unpack attaches
 #             the profile to the results files and the reports
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # KTUNE_GPU_STAGE: another staging folder than .gpu/ (two people packing from one working tree); it must
 # be git-ignored and carried to the GPU machine, and given the same way there.
 stage="${KTUNE_GPU_STAGE:-$root/.gpu}"
@@ -179,10 +180,36 @@ remote() {
       ;;
     *) usage; exit 2 ;;
   esac
-  tar -C "$(dirname "$out")" -czf "${OUT:-$root}/gpu-results.tar.gz" "$(basename "$out")"
+  local archive="${OUT:-$root}/gpu-results.tar.gz"
+  tar -C "$(dirname "$out")" -czf "$archive" "$(basename "$out")"
   [ -n "${OUT:-}" ] && rm -rf "$out"
-  echo "gpu.sh remote $step: exit $rc, results in ${OUT:-$root}/gpu-results.tar.gz"
+  echo "gpu.sh remote $step: exit $rc, results in $(in_parts "$archive")"
   return "$rc"
+}
+
+# The device call brings back files of at most 16 MiB (two passes of a ten-op tune with their caches make
+# about 24 MiB): a larger ARCHIVE is replaced by ARCHIVE.part0, .part1, ... of 15 MiB each, which unpack
+# joins. Prints what is to be brought back.
+in_parts() {
+  local archive=$1
+  if [ "$(stat -c %s "$archive")" -gt $((15 << 20)) ]; then
+    split -b 15M -d -a 1 "$archive" "$archive.part" && rm "$archive"
+    echo "$archive.part"*
+  else
+    echo "$archive"
+  fi
+}
+
+# ARCHIVE itself, or the join of its parts (in_parts) into a temporary file: the path to read.
+joined() {
+  local archive=$1
+  if [ ! -f "$archive" ] && [ -f "$archive.part0" ]; then
+    local whole
+    whole=$(mktemp)
+    cat "$archive.part"? >"$whole"
+    archive=$whole
+  fi
+  echo "$archive"
 }
 
 # A short table of a gtest JSON report: per suite, passed / failed / skipped.
@@ -203,10 +230,12 @@ PY
 }
 
 unpack() {
-  local archive=${1:?usage: tools/gpu.sh unpack ARCHIVE}
+  local archive
+  archive=$(joined "${1:?usage: tools/gpu.sh unpack ARCHIVE (also when it came back as ARCHIVE.part0, .part1, ...)}")
   local dest="$build/gpu-results/$(date -u +%Y%m%dT%H%M%SZ)"
   mkdir -p "$dest"
   tar -C "$dest" -xzf "$archive"
+  [ "$archive" == "$1" ] || rm -f "$archive"
   echo "gpu.sh unpack: $dest"
   if [ -d "$dest/gpu-results/raw" ]; then
     # The result cache travels back so the next `remote tune` resumes where this one stopped.
@@ -220,6 +249,8 @@ unpack() {
   fi
 }
 
+# Sourced (tests/tools/scripts/gpu_archive_parts.sh), it only defines the functions above.
+[[ "${BASH_SOURCE[0]}" == "$0" ]] || return 0
 case "${1:-}" in
   pack) pack ;;
   remote) shift; remote "$@" ;;
