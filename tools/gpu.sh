@@ -162,7 +162,10 @@ remote() {
       # cache travels back with the archive and the next call resumes from it.
       KTUNE_STAGE="$stage" KTUNE_OUT="$out" timeout "${KTUNE_RUN_TIMEOUT:-0}" "$root/tools/tune.sh" run \
         > "$out/tune.log" 2>&1 || rc=$?
-      tail -n 25 "$out/tune.log"
+      # The run's summary (phases, their parts, verdicts), then its last lines: in the call's own output,
+      # they come back even when the archive does not.
+      grep '^ktune_bench: ' "$out/tune.log" | tail -n 12 || true
+      tail -n 8 "$out/tune.log"
       [ -f "$out/raw/steps.tsv" ] && { echo "step seconds:"; cat "$out/raw/steps.tsv"; }
       mkdir -p "$out/raw"
       [ -f "$stage/ktune-bench-cache.jsonl" ] && cp "$stage/ktune-bench-cache.jsonl" "$out/raw/"
