@@ -89,8 +89,8 @@ set -euo pipefail
 "$build/tools/ktune" select --raw "\$KTUNE_RESULTS/raw/search.json" \
   --results "$tmp/results-merged" --build-json none >"$tmp/select-merged.log"
 # The differences allowed: sources[].hash, the hash of the raw file's bytes (another file), and what the
-# run's GPU step cost (a merge sums the slices' phases and takes the longest wall time).
-diff -r -I '"hash": "0x' -I '"\(measure_wall_s\|startup_s\|slices\|prep_threads\|phase_[a-z]*_s\)": ' \
+# run's GPU step cost (a merge sums the slices' phases and their parts and takes the longest wall time).
+diff -r -I '"hash": "0x' -I '"\(measure_wall_s\|startup_s\|slices\|prep_threads\|phase_[a-z]*_s\|part_[a-z_]*_s\)": ' \
   "$tmp/results-whole" "$tmp/results-merged"
 touch "$tmp/finish.ok"
 FINISH
