@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # ctest: a tune through Slurm for real (tools/slurm/), without a GPU: a single-node Slurm on loopback in a
 # temporary folder (as docs/DESIGN.md describes), tools/slurm/submit.sh 3 with KTUNE_REPLAY (the committed
-# reports/nvidia-h200/raw/search.json.gz), three array tasks of `tools/tune.sh slice`, the dependent merge
-# job's `tools/tune.sh merge 3`, and a finish that selects the merged file and diffs the results with the
-# selection of the unsliced run. Skips (exit 77, "SKIP: reason") without root, Slurm, the binaries or ports.
+# reports/nvidia-h200/raw/search.json.gz), three array tasks of `tools/tune.sh slice` (slice 1 pre-empted
+# mid-run with scontrol requeue: it must run again, its log appended to, before the merge), the dependent
+# merge job's `tools/tune.sh merge 3`, and a finish that selects the merged file and diffs the results with
+# the selection of the unsliced run. Skips (exit 77, "SKIP: reason") without root, Slurm, the binaries or ports.
 # usage: slurm_tune.sh REPO BUILD_DIR
 set -euo pipefail
 repo=$1 build=$2
@@ -95,12 +96,44 @@ diff -r -I '"hash": "0x' -I '"\(measure_wall_s\|startup_s\|slices\|prep_threads\
 touch "$tmp/finish.ok"
 FINISH
 
-export KTUNE_OUT="$tmp/out" KTUNE_REPLAY="$tmp/whole/search.json" BUILD_DIR="$build" KTUNE_SLURM_FINISH="bash $tmp/finish.sh"
+# ---- the build the jobs use: the real binaries, but slice 1's first attempt waits in its ktune_bench
+# until the test pre-empts it (scontrol requeue), as a node lost mid-slice would; a re-queued attempt
+# (SLURM_RESTART_COUNT 1) runs as usual.
+mkdir -p "$tmp/build/bench" "$tmp/build/tools"
+ln -s "$build/tools/ktune" "$tmp/build/tools/ktune"
+cat >"$tmp/build/bench/ktune_bench" <<BENCH
+#!/usr/bin/env bash
+if [[ " \$* " == *" --slice 1/3 "* && "\${SLURM_RESTART_COUNT:-0}" == 0 ]]; then
+  touch "$tmp/slice-1-started"
+  sleep 120
+  exit 1
+fi
+exec "$build/bench/ktune_bench" "\$@"
+BENCH
+chmod +x "$tmp/build/bench/ktune_bench"
+
+export KTUNE_OUT="$tmp/out" KTUNE_REPLAY="$tmp/whole/search.json" BUILD_DIR="$tmp/build" KTUNE_SLURM_FINISH="bash $tmp/finish.sh"
 "$repo/tools/slurm/submit.sh" 3 --gpus=0 --time=10 | tee "$tmp/submit.log"
 array=$(sed -n 's/^submitted slices: job \([0-9]*\).*/\1/p' "$tmp/submit.log")
 merge=$(sed -n 's/^submitted merge: *job \([0-9]*\).*/\1/p' "$tmp/submit.log")
 [[ -n "$array" && -n "$merge" ]] || { echo "FAIL: no job ids in the output of submit.sh"; exit 1; }
 jobs=("$array" "$merge")
+
+# ---- pre-empt slice 1 while it runs
+deadline=$((SECONDS + 60))
+until [[ -e "$tmp/slice-1-started" ]]; do
+  ((SECONDS < deadline)) || { echo "FAIL: slice 1 did not start within 60 s"; scontrol show job; exit 1; }
+  sleep 0.5
+done
+scontrol requeue "${array}_1"
+echo "slice 1 pre-empted (scontrol requeue ${array}_1) after $SECONDS s"
+# Slurm holds a re-queued job back for two minutes (Reason=BeginTime); the test lets it start at once.
+deadline=$((SECONDS + 60))
+until scontrol show job "${array}_1" | grep -q 'JobState=PENDING.*Reason=BeginTime'; do
+  ((SECONDS < deadline)) || { echo "FAIL: slice 1 was not re-queued within 60 s"; scontrol show job; exit 1; }
+  sleep 0.5
+done
+scontrol update JobId="${array}_1" StartTime=now
 
 # ---- wait for the merge job to end (scontrol keeps ended jobs for MinJobAge, 300 s by default)
 state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
@@ -118,5 +151,8 @@ for s in $slices; do [[ "$s" == COMPLETED ]] || fail "an array task ended $s"; d
 [[ -f "$tmp/finish.ok" ]] || fail "the finish check did not pass"
 for k in 0 1 2; do [[ -s "$tmp/out/raw/slices/$k/search.json" ]] || fail "slice $k wrote no search.json"; done
 grep -q '"slices": "3"' "$tmp/out/raw/search.json" || fail "raw/search.json is not a merge of 3 slices"
+# The re-queued task ran again, its log appended to.
+grep -q 'restart 0)' "$tmp/out/slurm/slice-1.log" && grep -q 'restart 1)' "$tmp/out/slurm/slice-1.log" ||
+  fail "slice 1's log does not show its first attempt and its re-queued one"
 [[ "$(cat "$tmp/out/raw/gpu-slug")" == nvidia-h200 ]] || fail "raw/gpu-slug is not nvidia-h200"
-echo "slurm: 3 slices and the merge COMPLETED; the merged selection equals the whole run's ($SECONDS s)"
+echo "slurm: 3 slices (one pre-empted and re-queued) and the merge COMPLETED; the merged selection equals the whole run's ($SECONDS s)"
