@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ktune/harness.hpp>
@@ -310,9 +311,9 @@ int run_bench(int argc, char** argv) {
     search_context.emplace_back("startup_s", number(startup_s));
     std::cerr << line.str() << "\n";
     if (!p.part_s.empty()) {
-      std::cerr << "ktune_bench: within them:";
+      const char* sep = "ktune_bench: within them: ";
       for (const auto& [part, seconds] : p.part_s) {
-        std::cerr << (part == p.part_s.begin()->first ? " " : ", ") << part << " " << number(seconds) << " s";
+        std::cerr << std::exchange(sep, ", ") << part << " " << number(seconds) << " s";
         std::string key = "part_" + part + "_s";  // part_gate_runs_s
         std::replace(key.begin(), key.end(), '.', '_');
         search_context.emplace_back(key, number(seconds));
