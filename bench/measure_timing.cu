@@ -30,7 +30,7 @@ Status GpuMeasurer::State::prepare_timer(Prepared& p, const TimingSettings& t, b
   // kept for every round; its event nodes name this state's two events, which each round reads right
   // after its replay.
   if (t.graph && graph) {
-    const int batch = replay_batch(t.graph_sample_us, t.max_batch, batch_for_us, one_us);
+    const int batch = rotation_batch(replay_batch(t.graph_sample_us, t.max_batch, batch_for_us, one_us), rotations, t.max_batch);
     ktune::detail::GraphGuard g;
     if (ktune::detail::capture_timed_batch(stream, batch, ev_start, ev_stop, [&] { return launch(p); }, g)) {
       p.batch = batch;
@@ -44,8 +44,9 @@ Status GpuMeasurer::State::prepare_timer(Prepared& p, const TimingSettings& t, b
 Status GpuMeasurer::State::sample_prepared(Prepared& p, int samples, Timed& out) {
   auto once = [&]() -> Status {
     if (p.exec) {
-      // A replay repeats its launches' sets: evict them first, as time_kernel does.
-      if (rotations > 1) KTUNE_TRY(flush_l2(stream));
+      // A replay repeats its launches' sets: unless it is a whole number of rotations, evict them first,
+      // as time_kernel does.
+      if (replay_needs_flush(p.batch, rotations)) KTUNE_TRY(flush_l2(stream));
       KTUNE_CUDA_TRY(cudaGraphLaunch(p.exec, stream));  // records ev_start and ev_stop itself
       return Status::success();
     }

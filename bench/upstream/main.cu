@@ -368,7 +368,7 @@ class Runner {
         r.timing[c].graph = r.timing[c].graph && t.graph;
       }
     }
-    for (CallTiming& t : r.timing) t.us = ktune::detail::median_of(t.round_us);
+    for (CallTiming& t : r.timing) t.us = ktune::median_of(t.round_us);
     return Status::success();
   }
 

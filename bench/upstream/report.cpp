@@ -134,8 +134,9 @@ std::string json_text(const RunInfo& run, const std::vector<ShapeResult>& result
   j["gpu"] = {{"name", run.gpu},          {"arch", run.arch},     {"sms", run.sms},
               {"l2_bytes", run.l2_bytes}, {"driver", run.driver}, {"runtime", run.runtime}};
   j["timing"] = {{"timer",
-                  "ktune::time_kernel (graph replay, events inside the graph, cold L2 by rotation and flush_l2 "
-                  "before each replay; the three calls replay one batch, sized by the first call's probe)"},
+                  "ktune::time_kernel (graph replay, events inside the graph, cold L2 by rotation: a replay of whole "
+                  "rotations, or flush_l2 before each shorter one; the three calls replay one batch, sized by the "
+                  "first call's probe)"},
                  {"rounds", run.rounds},
                  {"order", "rotated each round"},
                  {"statistic", "median of the rounds' medians"}};

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 
 namespace ktune {
 
@@ -34,6 +35,24 @@ inline int replay_batch(double sample_us, int max_batch, double batch_for_us, do
     return std::min(b, graph_batch(slow_call_factor * sample_us, probe_us, max_batch));
   }
   return graph_batch(sample_us, probe_us, max_batch);
+}
+
+/// A batch made a whole number of rotations where it holds at least one. The launches of a replay take the
+/// rotation's sets in turn (ktune/timing.cuh), so a replay of whole rotations ends on the set before the one
+/// it starts on: the next replay's first set was last used a whole rotation earlier, as every set inside a
+/// replay was, and L2 holds none of it without a flush. Rounded to the nearest whole number (at most
+/// max_batch, at least one rotation); a batch shorter than one rotation is kept, and flushed before.
+inline int rotation_batch(int batch, std::size_t rotations, int max_batch) {
+  const auto r = static_cast<long long>(rotations);
+  if (r <= 1 || batch < r) return batch;
+  const long long whole = std::clamp((batch + r / 2) / r, 1LL, std::max(1LL, max_batch / r));
+  return static_cast<int>(whole * r);
+}
+
+/// Whether a replay of `batch` launches over `rotations` sets must be preceded by an L2 flush: unless it
+/// is a whole number of rotations, it ends on sets the next replay's first launches use again.
+inline bool replay_needs_flush(int batch, std::size_t rotations) {
+  return rotations > 1 && static_cast<std::size_t>(batch) % rotations != 0;
 }
 
 }  // namespace ktune

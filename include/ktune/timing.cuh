@@ -1,6 +1,7 @@
 // ktune/timing.cuh: how ktune times a kernel, and the copy ceiling kernels are compared with.
 //
-// - CUDA events around the timed region; warm-up first; samples until the median is stable.
+// - CUDA events around the timed region; warm-up first; samples in rounds until the median is stable: the
+//   last round moved it less than stable_rel, or the next could not, whatever its samples (median_settled).
 // - Cold L2 by rotation: the caller lays out `rotations` independent input/output sets whose total is
 //   more than twice the L2 (rotations_for_cold_l2), and each launch uses the next set.
 // - Graph replay: a CUDA graph of `batch` launches (about `graph_sample_us` of work, at least 2) whose
@@ -10,10 +11,12 @@
 //   with plain launches above a threshold, two variants of one shape on either side of it differed by the
 //   launch latency, and which of them won depended on which side its probe fell (seen on an H100: 16 us
 //   against 22 us, in one order in one tune and the other in the next).
-// - A replay repeats the same launches on the same sets, so with a cold-L2 rotation (rotations > 1)
-//   every replay is preceded, outside the timed region, by a read of twice the L2 (flush_l2): else the
-//   sets of one replay, batch x set bytes, stay in L2 for the next whenever they fit, and a short kernel's
-//   time depends on the batch its probe gave it.
+// - A replay repeats the same launches on the same sets. A batch of at least one rotation is made a whole
+//   number of rotations (rotation_batch), so each replay takes up the rotation where the last left it and
+//   every launch, the first included, finds L2 as the rotation leaves it. A shorter batch is preceded,
+//   outside the timed region, by a read of twice the L2 (flush_l2): else the sets of one replay, batch x
+//   set bytes, stay in L2 for the next whenever they fit, and a short kernel's time depends on the batch
+//   its probe gave it.
 // - A replay also has a fixed cost of its own, which each launch carries divided by the batch: calls to be
 //   compared are given one figure to size their batch for (TimingOptions::batch_for_us), so they replay
 //   the same number of launches (ktune/replay_batch.hpp).
@@ -32,6 +35,7 @@
 #include <vector>
 
 #include "fill.cuh"
+#include "median.hpp"
 #include "replay_batch.hpp"
 #include "status.hpp"
 
@@ -41,7 +45,7 @@ struct TimingOptions {
   int warmup = 3;                 ///< untimed launches first
   int min_samples = 10;
   int max_samples = 200;
-  double stable_rel = 0.005;      ///< stop when one more round moves the median less than this
+  double stable_rel = 0.005;      ///< stop when one more round moves, or could move, the median less than this
   double max_seconds = 2.0;       ///< wall budget of GPU time for the samples
   bool graph = true;              ///< graph replay with the events inside the graph (else launch by launch)
   double graph_sample_us = 500.0; ///< aim for a replay of about this long
@@ -103,15 +107,6 @@ struct GraphGuard {
     if (graph) cudaGraphDestroy(graph);
   }
 };
-
-inline double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const std::size_t m = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
-  const double hi = v[m];
-  if (v.size() % 2) return hi;
-  return (hi + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m))) / 2;
-}
 
 // Templates so that every translation unit including this header may emit them (a plain __global__
 // function defined in a header is a multiple definition at link time).
@@ -253,7 +248,8 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
   detail::GraphGuard g;
   int batch = 1;
   if (opt.graph) {
-    const int b = replay_batch(opt.graph_sample_us, opt.max_batch, opt.batch_for_us, one_us);
+    const int b = rotation_batch(replay_batch(opt.graph_sample_us, opt.max_batch, opt.batch_for_us, one_us),
+                                 rotations, opt.max_batch);
     if (detail::capture_timed_batch(stream, b, ev.start, ev.stop, enqueue, g)) {
       KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));  // warm the graph itself
       KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
@@ -262,10 +258,11 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
     }
   }
   out.batch = batch;
+  const bool flush = out.graph && replay_needs_flush(batch, rotations);
 
   auto sample = [&](double& us) -> Status {
     if (out.graph) {
-      if (rotations > 1) KTUNE_TRY(flush_l2(stream));
+      if (flush) KTUNE_TRY(flush_l2(stream));
       KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));  // records ev.start and ev.stop itself
     } else {
       KTUNE_CUDA_TRY(cudaEventRecord(ev.start, stream));
@@ -295,13 +292,14 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
       break;
     }
     if (static_cast<int>(out.samples_us.size()) < opt.min_samples) continue;
-    const double m = detail::median_of(out.samples_us);
-    const bool stable = last_median > 0 && std::fabs(m - last_median) <= opt.stable_rel * m;
+    const double m = median_of(out.samples_us);
+    const bool stable = (last_median > 0 && std::fabs(m - last_median) <= opt.stable_rel * m) ||
+                        median_settled(out.samples_us, static_cast<std::size_t>(round), opt.stable_rel);
     last_median = m;
     if (stable || spent_us > opt.max_seconds * 1e6) break;
   }
   out.samples = static_cast<int>(out.samples_us.size());
-  out.median_us = detail::median_of(out.samples_us);
+  out.median_us = median_of(out.samples_us);
   out.min_us = *std::min_element(out.samples_us.begin(), out.samples_us.end());
   out.max_us = *std::max_element(out.samples_us.begin(), out.samples_us.end());
   return Status::success();

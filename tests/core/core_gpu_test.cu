@@ -265,6 +265,42 @@ TEST(TimingGpu, GraphReplaysOfShortKernelsStartFromAColdL2) {
   EXPECT_GT(cold.median_us, 1.15 * warm.median_us) << "replays of the rotation found their sets in L2";
 }
 
+// Sets of 8 MB: a short copy's batch holds several rotations, so it is made a whole number of them and
+// replayed without a flush; each replay takes up the rotation where the last left it, and the copy is
+// still timed on a cold L2 (clearly slower than on one set, which L2 holds).
+TEST(TimingGpu, ReplaysOfWholeRotationsStayCold) {
+  KTUNE_REQUIRE_GPU();
+  int dev = 0, l2 = 0;
+  KTUNE_ASSERT_CUDA(cudaGetDevice(&dev));
+  KTUNE_ASSERT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  const std::size_t n = (std::size_t{4} << 20) / sizeof(float4);  // 4 MB in, 4 MB out per set
+  const std::size_t rotations = ktune::rotations_for_cold_l2(2 * n * sizeof(float4), static_cast<std::size_t>(l2));
+  ktune::test::DeviceBuffer<float4> buf(2 * n * rotations);
+  ASSERT_NE(buf.ptr, nullptr);
+  KTUNE_ASSERT_OK(ktune::fill_uniform(reinterpret_cast<float*>(buf.ptr), 8 * n * rotations, 13, -1.f, 1.f));
+  ktune::test::Stream stream;
+  ASSERT_NE(stream.s, nullptr);
+  auto copy_set = [&](std::size_t r) -> ktune::Status {
+    scale_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream.s>>>(buf.ptr + 2 * r * n, buf.ptr + (2 * r + 1) * n, n);
+    KTUNE_CHECK_LAUNCH();
+    return ktune::Status::success();
+  };
+  ktune::TimingOptions o;
+  o.graph_sample_us = 250;
+  o.batch_for_us = 4.0;  // about 62 launches before rounding
+  ktune::TimingResult cold, warm;
+  KTUNE_ASSERT_OK(ktune::time_kernel(copy_set, rotations, stream.s, o, cold));
+  KTUNE_ASSERT_OK(ktune::time_kernel(copy_set, 1, stream.s, o, warm));
+  std::printf("[ timing ] 8 MB copy: %d launches over %zu sets, %.2f us (cold L2, no flush); %d on one set, %.2f us (warm): "
+              "%.2fx\n",
+              cold.batch, rotations, cold.median_us, warm.batch, warm.median_us, cold.median_us / warm.median_us);
+  ASSERT_TRUE(cold.graph && warm.graph);
+  ASSERT_GE(static_cast<std::size_t>(cold.batch), rotations) << "the case this test is for: a batch of several rotations";
+  EXPECT_EQ(cold.batch % static_cast<int>(rotations), 0);
+  EXPECT_FALSE(ktune::replay_needs_flush(cold.batch, rotations));
+  EXPECT_GT(cold.median_us, 1.15 * warm.median_us) << "replays of whole rotations found their sets in L2";
+}
+
 // A replay has a fixed cost of its own that each launch carries divided by the batch, so calls of one shape
 // are given one figure to size their batches for (ktune/replay_batch.hpp): a call and one twice as long get
 // the same batch, and the same call replayed 8 launches at a time measures slower than 64 at a time.
