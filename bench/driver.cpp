@@ -45,9 +45,10 @@ namespace {
 // Bump when how results are measured changes: cached results of another method are not reused.
 // Versions of the method in the cache keys: a result judged by an earlier judge is measured again
 // (3: the guarded gate and the checks of timed calls, docs/judge.md; 4: every call of a shape replays the
-// same batch, ktune/replay_batch.hpp).
-constexpr const char* method_version = "ktune-bench-4";         // --exhaustive
-constexpr const char* search_method_version = "ktune-bench-4;search";  // screens (and their rounds, refined_key)
+// same batch, ktune/replay_batch.hpp; 5: replays of whole rotations without an L2 read, and samples stopped
+// once a further round could not move their median, ktune/timing.cuh).
+constexpr const char* method_version = "ktune-bench-5";         // --exhaustive
+constexpr const char* search_method_version = "ktune-bench-5;search";  // screens (and their rounds, refined_key)
 
 std::string read_file(const std::string& path, std::string& error) {
   std::ifstream in(path, std::ios::binary);

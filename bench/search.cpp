@@ -42,7 +42,7 @@ TimingSettings screen_timing(bool quick) {
   if (quick) return quick_timing();
   TimingSettings t;
   t.warmup = 1;           // the one-launch probes that size the graph replay warm up too
-  t.min_samples = 6;      // samples come 3 at a time: the median is checked at 6, 9, ...
+  t.min_samples = 6;      // samples come 3 at a time: the median is checked at 6 (settled?), 9, ...
   t.max_samples = 30;
   t.stable_rel = 0.01;
   t.max_seconds = 0.5;
