@@ -4,7 +4,8 @@
 #   here:   tools/gpu.sh pack               build for sm_90 and stage binaries + the shared libraries
 #                                           the GPU machine lacks into .gpu/ (git-ignored, < 64 MiB);
 #                                           KTUNE_PACK_TARGETS="ktune_bench ktune_cli": only what a step needs
-#                                           (ktune_timing_overhead, ktune_cluster_exchange: bench/micro/'s)
+#                                           (ktune_timing_overhead, ktune_cluster_exchange, ktune_host_transfer:
+#                                           bench/micro/'s)
 #   there:  tools/gpu.sh remote <step>      run one step from the staged .gpu/ (needs only the NVIDIA
 #                                           driver and the CUDA 13 runtime); writes one archive,
 #                                           $OUT/gpu-results.tar.gz (or ./gpu-results.tar.gz), and
@@ -45,7 +46,8 @@ pack() {
   local -A binary=([ktune_gpu_tests]=tests/ktune_gpu_tests [ktune_bench]=bench/ktune_bench
                    [ktune_cli]=tools/ktune [ktune_profile_tool]=tools/profile/ktune_profile
                    [ktune_generator_tests]=tests/generator/ktune_generator_tests
-                   [ktune_timing_overhead]=bench/ktune_timing_overhead [ktune_cluster_exchange]=bench/ktune_cluster_exchange)
+                   [ktune_timing_overhead]=bench/ktune_timing_overhead [ktune_cluster_exchange]=bench/ktune_cluster_exchange
+                   [ktune_host_transfer]=bench/ktune_host_transfer)
   # KTUNE_PACK_TARGETS: only these (e.g. "ktune_bench ktune_cli" for a tune), when the whole set and the working
   # tree would pass the device call's 64 MiB; the agent's toolchain comes with ktune_generator_tests.
   local targets
