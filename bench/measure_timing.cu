@@ -55,6 +55,8 @@ Status GpuMeasurer::State::sample_prepared(Prepared& p, int samples, Timed& out)
     KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
     return Status::success();
   };
+  // Not counted: the round's first replay after another finalist's, which also leaves L2 as this timer's
+  // own rotation does (a replay of whole rotations has no flush to clear what the other one left).
   KTUNE_TRY(once());
   std::vector<double> us;
   for (int i = 0; i < std::max(1, samples); ++i) {
