@@ -18,16 +18,9 @@
 
 #include <ktune/verify.hpp>
 
-namespace {
+#include "exit_on_error.hpp"
 
-#define CHECK(x)                                                                               \
-  do {                                                                                         \
-    const cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
+namespace {
 
 double seconds(const std::function<void()>& f) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -17,25 +17,9 @@
 #include <ktune/timing.cuh>
 
 #include "timing_options.cuh"
+#include "exit_on_error.hpp"
 
 namespace {
-
-#define CHECK(x)                                                                                      \
-  do {                                                                                                \
-    const cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                          \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-      std::exit(1);                                                                                   \
-    }                                                                                                 \
-  } while (0)
-#define TRY(x)                                                                                        \
-  do {                                                                                                \
-    const ktune::Status s_ = (x);                                                                     \
-    if (!s_.ok()) {                                                                                   \
-      std::fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #x);                             \
-      std::exit(1);                                                                                   \
-    }                                                                                                 \
-  } while (0)
 
 __global__ void spin_kernel(unsigned ns, unsigned* sink) {
   unsigned long long t0, t;

@@ -232,17 +232,16 @@ TEST(TimingGpu, LargeCopyNearTheCeilingAndShortKernelsReplayedInGraphs) {
   cudaFree(buf);
 }
 
-// A short kernel's graph replays the same launches on the same sets. Sets of 128 KB in a graph of a few
-// hundred launches (tens of MB) fit the L2 together: without a flush before each replay, every replay
-// after the first found its data in L2, and the time depended on the batch its probe gave it. Timed on a
-// cold-L2 rotation the copy must be clearly slower than the same graph on one set, which L2 holds.
-TEST(TimingGpu, GraphReplaysOfShortKernelsStartFromAColdL2) {
-  KTUNE_REQUIRE_GPU();
-  int dev = 0, l2 = 0;
+// A copy of `half_bytes` in and as many out, timed over a rotation that leaves L2 cold (cold) and on one set,
+// which L2 holds (warm), with `o`; `rotations` and the L2's size are the rotation's.
+void time_copy_cold_and_warm(std::size_t half_bytes, const ktune::TimingOptions& o, std::size_t& rotations,
+                             std::size_t& l2, ktune::TimingResult& cold, ktune::TimingResult& warm) {
+  int dev = 0, l2_attr = 0;
   KTUNE_ASSERT_CUDA(cudaGetDevice(&dev));
-  KTUNE_ASSERT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-  const std::size_t n = (std::size_t{64} << 10) / sizeof(float4);  // 64 KB in, 64 KB out per set
-  const std::size_t rotations = ktune::rotations_for_cold_l2(2 * n * sizeof(float4), static_cast<std::size_t>(l2));
+  KTUNE_ASSERT_CUDA(cudaDeviceGetAttribute(&l2_attr, cudaDevAttrL2CacheSize, dev));
+  l2 = static_cast<std::size_t>(l2_attr);
+  const std::size_t n = half_bytes / sizeof(float4);
+  rotations = ktune::rotations_for_cold_l2(2 * n * sizeof(float4), l2);
   ktune::test::DeviceBuffer<float4> buf(2 * n * rotations);
   ASSERT_NE(buf.ptr, nullptr);
   KTUNE_ASSERT_OK(ktune::fill_uniform(reinterpret_cast<float*>(buf.ptr), 8 * n * rotations, 9, -1.f, 1.f));
@@ -253,15 +252,28 @@ TEST(TimingGpu, GraphReplaysOfShortKernelsStartFromAColdL2) {
     KTUNE_CHECK_LAUNCH();
     return ktune::Status::success();
   };
+  KTUNE_ASSERT_OK(ktune::time_kernel(copy_set, rotations, stream.s, o, cold));
+  KTUNE_ASSERT_OK(ktune::time_kernel(copy_set, 1, stream.s, o, warm));
+  std::printf("[ timing ] %zu KB copy: %d launches over %zu sets, %.2f us (cold L2, %s); %d on one set, %.2f us (warm): "
+              "%.2fx\n",
+              2 * half_bytes >> 10, cold.batch, rotations, cold.median_us,
+              ktune::replay_needs_flush(cold.batch, rotations) ? "an L2 read before each replay" : "whole rotations",
+              warm.batch, warm.median_us, cold.median_us / warm.median_us);
+  ASSERT_TRUE(cold.graph && warm.graph) << "a short copy is replayed from a graph";
+}
+
+// A short kernel's graph replays the same launches on the same sets. Sets of 128 KB in a graph of a few
+// hundred launches (tens of MB) fit the L2 together: without a flush before each replay, every replay
+// after the first found its data in L2, and the time depended on the batch its probe gave it. Timed on a
+// cold-L2 rotation the copy must be clearly slower than the same graph on one set, which L2 holds.
+TEST(TimingGpu, GraphReplaysOfShortKernelsStartFromAColdL2) {
+  KTUNE_REQUIRE_GPU();
+  std::size_t rotations = 0, l2 = 0;
   ktune::TimingResult cold, warm;
-  KTUNE_ASSERT_OK(ktune::time_kernel(copy_set, rotations, stream.s, ktune::TimingOptions{}, cold));
-  KTUNE_ASSERT_OK(ktune::time_kernel(copy_set, 1, stream.s, ktune::TimingOptions{}, warm));
-  std::printf("[ timing ] 128 KB copy in graphs of %d and %d launches: %.2f us over %zu sets (cold L2), %.2f us on one "
-              "set (warm): %.2fx\n",
-              cold.batch, warm.batch, cold.median_us, rotations, warm.median_us, cold.median_us / warm.median_us);
-  ASSERT_TRUE(cold.graph && warm.graph) << "a 128 KB copy is short enough for graph replay";
-  ASSERT_LT(static_cast<std::size_t>(cold.batch) * 2 * n * sizeof(float4), static_cast<std::size_t>(l2))
+  ASSERT_NO_FATAL_FAILURE(time_copy_cold_and_warm(std::size_t{64} << 10, ktune::TimingOptions{}, rotations, l2, cold, warm));
+  ASSERT_LT(static_cast<std::size_t>(cold.batch) * (std::size_t{128} << 10), l2)
       << "the graph's sets fit L2 together: the case the flush is for";
+  EXPECT_TRUE(ktune::replay_needs_flush(cold.batch, rotations));
   EXPECT_GT(cold.median_us, 1.15 * warm.median_us) << "replays of the rotation found their sets in L2";
 }
 
@@ -270,31 +282,12 @@ TEST(TimingGpu, GraphReplaysOfShortKernelsStartFromAColdL2) {
 // still timed on a cold L2 (clearly slower than on one set, which L2 holds).
 TEST(TimingGpu, ReplaysOfWholeRotationsStayCold) {
   KTUNE_REQUIRE_GPU();
-  int dev = 0, l2 = 0;
-  KTUNE_ASSERT_CUDA(cudaGetDevice(&dev));
-  KTUNE_ASSERT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-  const std::size_t n = (std::size_t{4} << 20) / sizeof(float4);  // 4 MB in, 4 MB out per set
-  const std::size_t rotations = ktune::rotations_for_cold_l2(2 * n * sizeof(float4), static_cast<std::size_t>(l2));
-  ktune::test::DeviceBuffer<float4> buf(2 * n * rotations);
-  ASSERT_NE(buf.ptr, nullptr);
-  KTUNE_ASSERT_OK(ktune::fill_uniform(reinterpret_cast<float*>(buf.ptr), 8 * n * rotations, 13, -1.f, 1.f));
-  ktune::test::Stream stream;
-  ASSERT_NE(stream.s, nullptr);
-  auto copy_set = [&](std::size_t r) -> ktune::Status {
-    scale_kernel<<<static_cast<unsigned>((n + 255) / 256), 256, 0, stream.s>>>(buf.ptr + 2 * r * n, buf.ptr + (2 * r + 1) * n, n);
-    KTUNE_CHECK_LAUNCH();
-    return ktune::Status::success();
-  };
   ktune::TimingOptions o;
   o.graph_sample_us = 250;
   o.batch_for_us = 4.0;  // about 62 launches before rounding
+  std::size_t rotations = 0, l2 = 0;
   ktune::TimingResult cold, warm;
-  KTUNE_ASSERT_OK(ktune::time_kernel(copy_set, rotations, stream.s, o, cold));
-  KTUNE_ASSERT_OK(ktune::time_kernel(copy_set, 1, stream.s, o, warm));
-  std::printf("[ timing ] 8 MB copy: %d launches over %zu sets, %.2f us (cold L2, no flush); %d on one set, %.2f us (warm): "
-              "%.2fx\n",
-              cold.batch, rotations, cold.median_us, warm.batch, warm.median_us, cold.median_us / warm.median_us);
-  ASSERT_TRUE(cold.graph && warm.graph);
+  ASSERT_NO_FATAL_FAILURE(time_copy_cold_and_warm(std::size_t{4} << 20, o, rotations, l2, cold, warm));
   ASSERT_GE(static_cast<std::size_t>(cold.batch), rotations) << "the case this test is for: a batch of several rotations";
   EXPECT_EQ(cold.batch % static_cast<int>(rotations), 0);
   EXPECT_FALSE(ktune::replay_needs_flush(cold.batch, rotations));
