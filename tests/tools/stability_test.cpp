@@ -262,7 +262,7 @@ TEST(ToolRegret, ZeroWhenTheWinnerIsAlsoTheFastestHere) {
   EXPECT_EQ(*r.value, 0.0);
   EXPECT_EQ(r.level, "rounds");
   EXPECT_EQ(r.fastest, "a");
-  EXPECT_EQ(regret_words(r), "0.0%");
+  EXPECT_EQ(regret_words(r), "0.00%");
 }
 
 TEST(ToolRegret, RoundMediansWhenTheWinnerWasAFinalistHere) {
@@ -298,7 +298,7 @@ TEST(ToolRegret, ScreenMediansWhenTheWinnerWasNotAFinalistHere) {
   EXPECT_DOUBLE_EQ(r.fastest_us, 1.9);
   EXPECT_DOUBLE_EQ(r.winner_before_spread, 0.01) << "the screens' spreads at the screens' level";
   EXPECT_NEAR(*r.value, 2.5 / 1.9 - 1, 1e-12);
-  EXPECT_EQ(regret_words(r), "31.6% (screens)");
+  EXPECT_EQ(regret_words(r), "31.58% (screens)");
 }
 
 TEST(ToolRegret, NeverNegative) {
@@ -423,7 +423,7 @@ TEST(ToolRegret, CompareJudgesTheEarlierWinnerInThisRunOnly) {
   const std::string text = regret_text({{"nvidia-h200/toyop", rows}});
   EXPECT_NE(text.find("Target: p95 at most 1.0%, largest at most 3.0%."), std::string::npos) << text;
   EXPECT_NE(text.find("nvidia-h200/toyop/fp32"), std::string::npos) << text;
-  EXPECT_NE(text.find("nvidia-h200/toyop/fp32/tokens=1,d=1024: 5.0% on rounds: a 1.05 us (spread 0.4%) against b 1 us "
+  EXPECT_NE(text.find("nvidia-h200/toyop/fp32/tokens=1,d=1024: 5.00% on rounds: a 1.05 us (spread 0.4%) against b 1 us "
                       "(spread 0.4%)"),
             std::string::npos)
       << text;
@@ -480,8 +480,8 @@ TEST(ToolRegret, ASectionWrittenBeforeRegretLoadsWithItDerivedAndRenders) {
   EXPECT_EQ(back.stability->rows[2].regret->none, "not measured in this run");
   EXPECT_EQ(dump_json(to_json(back), 6), dump_json(with, 6));  // as `ktune compare` would have written it
   const std::string md = stability_markdown(back);
-  EXPECT_NE(md.find("| fp32 | 2 | 0.0% | 5.0% | 5.0% | 0 | 1 | no |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| fp32 | tokens=1,d=1024 | `a` | `b` | 1.05 | 1.00 | 0.4% / 0.4% | rounds | 5.0% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fp32 | 2 | 0.00% | 5.00% | 5.00% | 0 | 1 | no |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fp32 | tokens=1,d=1024 | `a` | `b` | 1.05 | 1.00 | 0.4% / 0.4% | rounds | 5.00% |"), std::string::npos) << md;
   EXPECT_NE(md.find("| none: not measured in this run |"), std::string::npos) << md;
 }
 
@@ -494,18 +494,18 @@ TEST(ToolRegret, TheReportsLeadTheRunToRunSectionWithRegret) {
   EXPECT_NE(md.find("Target: p95 at most 1.0%, largest at most 3.0%.", section), std::string::npos);
   EXPECT_NE(md.find("| dtype | shapes | p50 regret | p95 regret | max regret |", section), std::string::npos);
   EXPECT_NE(md.find("Largest regrets:", section), std::string::npos);
-  EXPECT_NE(md.find("| fp32 | tokens=1,d=1024 | `a` | 5.0% | `b` | `b` | changed |", section), std::string::npos) << md;
+  EXPECT_NE(md.find("| fp32 | tokens=1,d=1024 | `a` | 5.00% | `b` | `b` | changed |", section), std::string::npos) << md;
   EXPECT_EQ(md.find("issue 9", section), std::string::npos);
   EXPECT_NE(html.find("<th>p95 regret</th>"), std::string::npos);
   EXPECT_NE(html.find("<td class=\"l\"><code>a</code></td><td class=\"l\"><code>b</code></td><td>1.05</td>"), std::string::npos);
   // The index: per op and dtype, per op (when it has several dtypes), overall, the largest regrets.
   const std::string index = index_markdown("nvidia-h200", {&r});
-  EXPECT_NE(index.find("All: 2 shapes with a regret (0 on screens, 1 without), p50 0.0%, p95 5.0%, largest 5.0%: misses "
+  EXPECT_NE(index.find("All: 2 shapes with a regret (0 on screens, 1 without), p50 0.00%, p95 5.00%, largest 5.00%: misses "
                        "the target."),
             std::string::npos)
       << index;
-  EXPECT_NE(index.find("| [toyop](toyop.md) | fp32 | 2 | 0.0% | 5.0% | 5.0% | 0 | 1 | no |"), std::string::npos) << index;
-  EXPECT_NE(index.find("| [toyop](toyop.md) | fp32 | tokens=1,d=1024 | `a` | `b` | 1.05 | 1.00 | 0.4% / 0.4% | rounds | 5.0% |"),
+  EXPECT_NE(index.find("| [toyop](toyop.md) | fp32 | 2 | 0.00% | 5.00% | 5.00% | 0 | 1 | no |"), std::string::npos) << index;
+  EXPECT_NE(index.find("| [toyop](toyop.md) | fp32 | tokens=1,d=1024 | `a` | `b` | 1.05 | 1.00 | 0.4% / 0.4% | rounds | 5.00% |"),
             std::string::npos)
       << index;
   EXPECT_EQ(index.find("winner held"), std::string::npos);
@@ -549,13 +549,13 @@ TEST(ToolStability, CompareAttachesTheSectionAndTheReportsShowIt) {
   const std::string index = read_file(dir + "/now/nvidia-h200/index.md");
   EXPECT_NE(index.find("## Run-to-run stability"), std::string::npos);
   // d=4096 fp32 keeps tpb_256.vb_16.pdl_1, 0.3% behind the fastest within the band; bf16 has no rounds.
-  EXPECT_NE(index.find("| [toyop](toyop.md) | fp32 | 6 | 0.0% | 0.3% | 0.3% | 0 | 0 | yes | 100.0% | 0.0% |"),
+  EXPECT_NE(index.find("| [toyop](toyop.md) | fp32 | 6 | 0.00% | 0.33% | 0.33% | 0 | 0 | yes | 100.0% | 0.0% |"),
             std::string::npos)
       << index;
-  EXPECT_NE(index.find("| [toyop](toyop.md) | bf16 | 6 | 0.0% | 0.0% | 0.0% | 6 | 0 | yes | 100.0% | 0.0% |"),
+  EXPECT_NE(index.find("| [toyop](toyop.md) | bf16 | 6 | 0.00% | 0.00% | 0.00% | 6 | 0 | yes | 100.0% | 0.0% |"),
             std::string::npos)
       << index;
-  EXPECT_NE(index.find("| [toyop](toyop.md) | all | 12 | 0.0% | 0.3% | 0.3% | 6 | 0 | yes | 100.0% | 0.0% |"),
+  EXPECT_NE(index.find("| [toyop](toyop.md) | all | 12 | 0.00% | 0.33% | 0.33% | 6 | 0 | yes | 100.0% | 0.0% |"),
             std::string::npos)
       << index;
   EXPECT_NE(index.find("Re-measured screens"), std::string::npos);

@@ -14,7 +14,6 @@ namespace ktune::tool {
 namespace {
 
 std::string pct(double v) { return fmt::format("{:.1f}%", 100 * v); }
-std::string opt_pct(const std::optional<double>& v) { return v ? pct(*v) : "-"; }
 
 nlohmann::ordered_json opt_json(const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nullptr; }
 
@@ -111,10 +110,14 @@ std::vector<OpRow> worst_regrets(const std::vector<OpRow>& rows, std::size_t n) 
   return out;
 }
 
+std::string regret_pct(const std::optional<double>& v, const char* none) {
+  return v ? fmt::format("{:.2f}%", 100 * *v) : none;
+}
+
 std::string regret_words(const std::optional<Regret>& r) {
   if (!r) return "none";
   if (!r->value) return "none: " + r->none;
-  return r->level == "screens" ? pct(*r->value) + " (screens)" : pct(*r->value);
+  return r->level == "screens" ? regret_pct(r->value) + " (screens)" : regret_pct(r->value);
 }
 
 nlohmann::ordered_json regret_json(const Regret& r) {
@@ -157,10 +160,10 @@ std::string regret_text(const std::vector<std::pair<std::string, std::vector<Sta
       "What shipping BEFORE's tables costs a user against NOW's. Target: {}.\n",
       regret_goal_words());
   const auto line = [](const std::string& label, const RegretSummary& s) {
-    return fmt::format("{:<48} {:>6} {:>7} {:>7} {:>6} {:>6} {:>6}  {}\n", label, s.shapes, s.screens, s.without(),
-                       opt_pct(s.p50), opt_pct(s.p95), opt_pct(s.max), s.meets_goal() ? "met" : "missed");
+    return fmt::format("{:<48} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n", label, s.shapes, s.screens, s.without(),
+                       regret_pct(s.p50, "-"), regret_pct(s.p95, "-"), regret_pct(s.max, "-"), s.meets_goal() ? "met" : "missed");
   };
-  o += fmt::format("{:<48} {:>6} {:>7} {:>7} {:>6} {:>6} {:>6}  {}\n", "op/dtype", "shapes", "screens", "without", "p50",
+  o += fmt::format("{:<48} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n", "op/dtype", "shapes", "screens", "without", "p50",
                    "p95", "max", "target");
   std::vector<StabilityRow> all;
   std::vector<OpRow> labelled;
@@ -184,7 +187,7 @@ std::string regret_text(const std::vector<std::pair<std::string, std::vector<Sta
   for (const OpRow& w : worst) {
     const Regret& r = *w.row.regret;
     o += fmt::format("  {}/{}/{}: {} on {}: {} {:.3g} us (spread {}) against {} {:.3g} us (spread {})\n", w.op,
-                     w.row.dtype, w.row.shape, pct(*r.value), r.level, w.row.winner_before, r.winner_before_us,
+                     w.row.dtype, w.row.shape, regret_pct(r.value), r.level, w.row.winner_before, r.winner_before_us,
                      pct(r.winner_before_spread), r.fastest, r.fastest_us, pct(r.fastest_spread));
   }
   bool any = false;

@@ -54,7 +54,11 @@ struct OpRow {
 /// The `n` rows with the largest regret above 0, largest first; ties keep the order of `rows`.
 std::vector<OpRow> worst_regrets(const std::vector<OpRow>& rows, std::size_t n = 5);
 
-/// "1.2%", "1.2% (screens)", or "none: <why>".
+/// A regret as every table prints it: two decimals, so that a p95 of 1.04% does not read as the 1.0% it misses
+/// (the target is judged on the figure itself); `none` where there is no figure.
+std::string regret_pct(const std::optional<double>& v, const char* none = "–");
+
+/// "1.20%", "1.20% (screens)", or "none: <why>".
 std::string regret_words(const std::optional<Regret>& r);
 
 nlohmann::ordered_json regret_json(const Regret& r);

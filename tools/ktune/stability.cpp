@@ -244,7 +244,7 @@ const char* const stability_controls =
 std::vector<Cell> summary_cells(const std::vector<StabilityRow>& rows) {
   const RegretSummary r = summarise_regret(rows);
   const StabilitySummary x = summarise_stability(rows);
-  return {std::to_string(r.shapes), opt_pct1(r.p50), opt_pct1(r.p95), opt_pct1(r.max), std::to_string(r.screens),
+  return {std::to_string(r.shapes), regret_pct(r.p50), regret_pct(r.p95), regret_pct(r.max), std::to_string(r.screens),
           std::to_string(r.without()), yes_no(r.meets_goal()), pct1(x.share_held_or_within()), opt_pct1(x.p95)};
 }
 const std::vector<std::string> summary_head = {"shapes", "p50 regret", "p95 regret", "max regret", "on screens",
@@ -264,7 +264,7 @@ Table worst_table(const std::vector<OpRow>& rows, bool with_op) {
     const Regret& r = *w.row.regret;
     std::vector<Cell> row{w.row.dtype, w.row.shape, code_cell(w.row.winner_before), code_cell(r.fastest),
                           sig3(r.winner_before_us), sig3(r.fastest_us),
-                          pct1(r.winner_before_spread) + " / " + pct1(r.fastest_spread), r.level, pct1(*r.value)};
+                          pct1(r.winner_before_spread) + " / " + pct1(r.fastest_spread), r.level, regret_pct(r.value)};
     if (with_op) row.insert(row.begin(), Cell(w.op, Cell::op_link));
     t.rows.push_back(std::move(row));
   }
@@ -360,8 +360,8 @@ std::vector<Part> index_stability(const std::vector<const LoadedResults*>& ops) 
                                "shape). {} Target: {}. All: {} shapes with a regret ({} on screens, {} without), p50 {}, "
                                "p95 {}, largest {}: {} the target. Controls: {} of the winners held or stayed within the band "
                                "(goal {}), p95 run-to-run variation of the winner's time {} (goal {}).",
-                               regret_intro, regret_goal_words(), g.shapes, g.screens, g.without(), opt_pct1(g.p50),
-                               opt_pct1(g.p95), opt_pct1(g.max), g.meets_goal() ? "meets" : "misses",
+                               regret_intro, regret_goal_words(), g.shapes, g.screens, g.without(), regret_pct(g.p50),
+                               regret_pct(g.p95), regret_pct(g.max), g.meets_goal() ? "meets" : "misses",
                                pct1(x.share_held_or_within()), pct1(stability_goal_share), opt_pct1(x.p95),
                                pct1(stability_goal_variation)),
                    {}});
