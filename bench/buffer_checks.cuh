@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -31,40 +32,45 @@ constexpr std::uint32_t smem_scribble_second = 0x4B000000u;  // 8388608.0f
 
 namespace detail {
 
-/// The smallest byte offset in [0, n) where a differs from b (or, with b null, from the repeated word
-/// `pattern` whose byte `phase` falls on a's first byte), into *first (atomicMin).
+/// The smallest index set * n + k (k in [0, n)) where copy `set` of a (at a + set * stride, for set < sets)
+/// differs from b at byte k (or, with b null, from the repeated word `pattern` whose byte `phase` falls on
+/// the copy's first byte), into *first (atomicMin). The sets of blockIdx.y, the bytes of blockIdx.x.
 template <int = 0>
-__global__ void first_difference_kernel(const unsigned char* a, const unsigned char* b, std::size_t n, std::uint32_t pattern,
-                                        std::size_t phase, unsigned long long* first) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  unsigned long long mine = ULLONG_MAX;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i * 16 < n; i += stride) {
-    const std::size_t base = i * 16;
-    if (base + 16 <= n && reinterpret_cast<std::uintptr_t>(a) % 16 == 0 &&
-        (b == nullptr ? phase == 0 : reinterpret_cast<std::uintptr_t>(b) % 16 == 0)) {
-      const uint4 x = reinterpret_cast<const uint4*>(a)[i];
-      const uint4 y = b ? reinterpret_cast<const uint4*>(b)[i] : make_uint4(pattern, pattern, pattern, pattern);
-      if (x.x == y.x && x.y == y.y && x.z == y.z && x.w == y.w) continue;
-    }
-    for (std::size_t k = base; k < base + 16 && k < n; ++k) {
-      const unsigned char want = b ? b[k] : static_cast<unsigned char>(pattern >> (8 * ((k + phase) % 4)));
-      if (a[k] != want) {
-        mine = k;
-        break;
+__global__ void first_difference_kernel(const unsigned char* a, std::size_t stride, std::size_t sets, const unsigned char* b,
+                                        std::size_t n, std::uint32_t pattern, std::size_t phase, unsigned long long* first) {
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t set = blockIdx.y; set < sets; set += gridDim.y) {
+    const unsigned char* s = a + set * stride;
+    const bool vectors = reinterpret_cast<std::uintptr_t>(s) % 16 == 0 &&
+                         (b == nullptr ? phase == 0 : reinterpret_cast<std::uintptr_t>(b) % 16 == 0);
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i * 16 < n; i += threads) {
+      const std::size_t base = i * 16;
+      if (vectors && base + 16 <= n) {
+        const uint4 x = reinterpret_cast<const uint4*>(s)[i];
+        const uint4 y = b ? reinterpret_cast<const uint4*>(b)[i] : make_uint4(pattern, pattern, pattern, pattern);
+        if (x.x == y.x && x.y == y.y && x.z == y.z && x.w == y.w) continue;
+      }
+      for (std::size_t k = base; k < base + 16 && k < n; ++k) {
+        const unsigned char want = b ? b[k] : static_cast<unsigned char>(pattern >> (8 * ((k + phase) % 4)));
+        if (s[k] != want) {  // this thread's smallest: sets and bytes are visited in increasing order
+          atomicMin(first, static_cast<unsigned long long>(set * n + k));
+          return;
+        }
       }
     }
-    if (mine != ULLONG_MAX) break;
   }
-  if (mine != ULLONG_MAX) atomicMin(first, mine);
 }
 
 /// Σ mix64(w_j + j·φ) over the 64-bit little-endian words w_j of [p, p + n) (a short tail padded with zero
-/// bytes), mod 2^64: independent of the summation order, so the digest is deterministic however the blocks
-/// run, and of where the span lies (j counts from p). Read 16 bytes at a time, four reads in flight per
-/// thread before any mixing: the checks of every gate and every timing digest the whole inputs and outputs,
-/// and word-sized loads with a mix per 32-bit word ran at a third of the copy ceiling (docs/gpu-log.md).
+/// bytes), mod 2^64, summed over the `sets` copies of the span `stride` bytes apart: independent of the
+/// summation order, so the digest is deterministic however the blocks run, and of where the span lies (j
+/// counts from each copy's first byte), so equal copies give `sets` times one copy's digest. Read 16 bytes at
+/// a time, four reads in flight per thread before any mixing: the checks of every gate and every timing
+/// digest the whole inputs and outputs, and word-sized loads with a mix per 32-bit word ran at a third of
+/// the copy ceiling (docs/gpu-log.md).
 template <int = 0>
-__global__ void digest_kernel(const unsigned char* p, std::size_t n, unsigned long long* out) {
+__global__ void digest_kernel(const unsigned char* first_copy, std::size_t stride, std::size_t sets, std::size_t n,
+                              unsigned long long* out) {
   constexpr std::uint64_t phi = 0x9E3779B97F4A7C15ull;
   constexpr int unroll = 4;
   const std::size_t thread = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
@@ -74,24 +80,27 @@ __global__ void digest_kernel(const unsigned char* p, std::size_t n, unsigned lo
     return mix64(lo + j * phi) + mix64(hi + (j + 1) * phi);
   };
   unsigned long long h = 0;
-  std::size_t pairs = 0;  // the 16-byte blocks read as vectors; the rest word by word below
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
-    pairs = n / 16;
-    const uint4* v = reinterpret_cast<const uint4*>(p);
-    std::size_t i = thread;
-    for (; i + (unroll - 1) * threads < pairs; i += unroll * threads) {
-      uint4 x[unroll];
+  for (std::size_t set = blockIdx.y; set < sets; set += gridDim.y) {
+    const unsigned char* p = first_copy + set * stride;
+    std::size_t pairs = 0;  // the 16-byte blocks read as vectors; the rest word by word below
+    if (reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
+      pairs = n / 16;
+      const uint4* v = reinterpret_cast<const uint4*>(p);
+      std::size_t i = thread;
+      for (; i + (unroll - 1) * threads < pairs; i += unroll * threads) {
+        uint4 x[unroll];
 #pragma unroll
-      for (int u = 0; u < unroll; ++u) x[u] = v[i + u * threads];
+        for (int u = 0; u < unroll; ++u) x[u] = v[i + u * threads];
 #pragma unroll
-      for (int u = 0; u < unroll; ++u) h += pair(x[u], 2 * (i + u * threads));
+        for (int u = 0; u < unroll; ++u) h += pair(x[u], 2 * (i + u * threads));
+      }
+      for (; i < pairs; i += threads) h += pair(v[i], 2 * i);
     }
-    for (; i < pairs; i += threads) h += pair(v[i], 2 * i);
-  }
-  for (std::size_t j = 2 * pairs + thread; 8 * j < n; j += threads) {
-    std::uint64_t w = 0;
-    for (std::size_t k = 0; k < 8 && 8 * j + k < n; ++k) w |= static_cast<std::uint64_t>(p[8 * j + k]) << (8 * k);
-    h += mix64(w + j * phi);
+    for (std::size_t j = 2 * pairs + thread; 8 * j < n; j += threads) {
+      std::uint64_t w = 0;
+      for (std::size_t k = 0; k < 8 && 8 * j + k < n; ++k) w |= static_cast<std::uint64_t>(p[8 * j + k]) << (8 * k);
+      h += mix64(w + j * phi);
+    }
   }
   for (int off = 16; off > 0; off >>= 1) h += __shfl_down_sync(0xffffffffu, h, off);
   if ((threadIdx.x & 31) == 0 && h) atomicAdd(out, h);
@@ -106,9 +115,10 @@ __global__ void scribble_kernel(std::uint32_t pattern, int words) {
   if (threadIdx.x == 0 && smem[words - 1] != pattern) asm volatile("trap;");
 }
 
-inline unsigned check_blocks(std::size_t items) {
+/// 256-thread blocks for `items` per copy (at most 2048 of them) times the copies (at most 65,535).
+inline dim3 check_grid(std::size_t items, std::size_t sets) {
   const std::size_t b = (items + 255) / 256;
-  return static_cast<unsigned>(b < 2048 ? (b ? b : 1) : 2048);
+  return dim3(static_cast<unsigned>(b < 2048 ? (b ? b : 1) : 2048), static_cast<unsigned>(std::min<std::size_t>(std::max<std::size_t>(sets, 1), 65535)));
 }
 
 }  // namespace detail
@@ -140,61 +150,85 @@ class CheckScratch {
   std::size_t words_ = 0;
 };
 
-namespace detail {
-/// Runs a check that leaves one 64-bit result in scratch (initialised to `init`); synchronises `stream`.
-template <class Enqueue>
-Status run_check(CheckScratch& scratch, unsigned long long init, cudaStream_t stream, Enqueue&& enqueue,
-                 unsigned long long& result) {
-  KTUNE_TRY(scratch.ensure());
-  KTUNE_CUDA_TRY(cudaMemcpyAsync(scratch.word(), &init, sizeof init, cudaMemcpyHostToDevice, stream));
-  enqueue();
-  KTUNE_CUDA_TRY(cudaGetLastError());
-  KTUNE_CUDA_TRY(cudaMemcpyAsync(&result, scratch.word(), sizeof result, cudaMemcpyDeviceToHost, stream));
-  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-  return Status::success();
-}
-}  // namespace detail
+/// A span of device bytes; for a guard zone, `phase` is the byte of the guard word at its start. With `sets`
+/// above 1: the same span in each of that many copies, `stride` bytes apart (the rotation sets).
+struct Span {
+  const void* p = nullptr;
+  std::size_t n = 0;
+  std::size_t phase = 0;
+  std::size_t sets = 1, stride = 0;
+};
+
+/// Checks enqueued together and read back with one synchronisation: after every gate run the guards, the
+/// inputs and the outputs are checked, after every timing every rotation set, and a synchronisation per
+/// check would cost more than the reading.
+class CheckBatch {
+ public:
+  /// The slot of the digest of `s` (digest_kernel; over its sets, summed).
+  std::size_t digest(const Span& s) { return add({s, nullptr, true}); }
+  /// The slot of the first difference of `s` from `b` (null: from the guard word, `s.phase` its byte at the
+  /// start): set * s.n + byte, the first set first; ULLONG_MAX where every copy is equal.
+  std::size_t first_difference(const Span& s, const void* b = nullptr) { return add({s, b, false}); }
+
+  /// Every check on `stream`, their results in slot order.
+  Status run(cudaStream_t stream, CheckScratch& scratch, std::vector<unsigned long long>& out) const {
+    out.assign(items_.size(), 0);
+    if (items_.empty()) return Status::success();
+    KTUNE_TRY(scratch.ensure(items_.size()));
+    for (std::size_t i = 0; i < items_.size(); ++i) out[i] = items_[i].digest ? 0 : ULLONG_MAX;
+    KTUNE_CUDA_TRY(cudaMemcpyAsync(scratch.word(), out.data(), out.size() * sizeof out[0], cudaMemcpyHostToDevice, stream));
+    for (std::size_t i = 0; i < items_.size(); ++i) {
+      const Item& it = items_[i];
+      if (!it.span.n || !it.span.sets) continue;
+      const auto* p = static_cast<const unsigned char*>(it.span.p);
+      if (it.digest)
+        detail::digest_kernel<><<<detail::check_grid((it.span.n + 63) / 64, it.span.sets), 256, 0, stream>>>(
+            p, it.span.stride, it.span.sets, it.span.n, scratch.word() + i);
+      else
+        detail::first_difference_kernel<><<<detail::check_grid((it.span.n + 15) / 16, it.span.sets), 256, 0, stream>>>(
+            p, it.span.stride, it.span.sets, static_cast<const unsigned char*>(it.b), it.span.n, guard_word, it.span.phase,
+            scratch.word() + i);
+    }
+    KTUNE_CUDA_TRY(cudaGetLastError());
+    KTUNE_CUDA_TRY(cudaMemcpyAsync(out.data(), scratch.word(), out.size() * sizeof out[0], cudaMemcpyDeviceToHost, stream));
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+    return Status::success();
+  }
+
+ private:
+  struct Item {
+    Span span;
+    const void* b;
+    bool digest;
+  };
+  std::size_t add(const Item& it) {
+    items_.push_back(it);
+    return items_.size() - 1;
+  }
+  std::vector<Item> items_;
+};
 
 /// The first byte offset where `a` differs from `b` (b null: from the repeated guard word, its byte
 /// `phase` at a), or SIZE_MAX when the n bytes are equal.
 inline Status first_difference(const void* a, const void* b, std::size_t n, cudaStream_t stream, CheckScratch& scratch,
                                std::size_t& first, std::size_t phase = 0) {
-  first = SIZE_MAX;
-  if (n == 0) return Status::success();
-  unsigned long long r = ULLONG_MAX;
-  KTUNE_TRY(detail::run_check(scratch, ULLONG_MAX, stream, [&] {
-    detail::first_difference_kernel<><<<detail::check_blocks((n + 15) / 16), 256, 0, stream>>>(
-        static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(b), n, guard_word, phase, scratch.word());
-  }, r));
-  if (r != ULLONG_MAX) first = static_cast<std::size_t>(r);
+  CheckBatch batch;
+  batch.first_difference({a, n, phase}, b);
+  std::vector<unsigned long long> r;
+  KTUNE_TRY(batch.run(stream, scratch, r));
+  first = r[0] == ULLONG_MAX ? SIZE_MAX : static_cast<std::size_t>(r[0]);
   return Status::success();
 }
 
-/// A span of device bytes; for a guard zone, `phase` is the byte of the guard word at its start.
-struct Span {
-  const void* p = nullptr;
-  std::size_t n = 0;
-  std::size_t phase = 0;
-};
-
 /// An order-independent 64-bit digest of each buffer (equal bytes give equal digests), in one pass of the
-/// GPU and one copy back: the gate checks every tensor of a call after every run, and a synchronisation
-/// per tensor would cost more than the reading.
+/// GPU and one copy back.
 inline Status digests(const std::vector<Span>& spans, cudaStream_t stream, CheckScratch& scratch,
                       std::vector<std::uint64_t>& out) {
-  out.assign(spans.size(), 0);
-  if (spans.empty()) return Status::success();
-  KTUNE_TRY(scratch.ensure(spans.size()));
-  KTUNE_CUDA_TRY(cudaMemsetAsync(scratch.word(), 0, spans.size() * sizeof(unsigned long long), stream));
-  for (std::size_t i = 0; i < spans.size(); ++i)
-    if (spans[i].n)
-      detail::digest_kernel<><<<detail::check_blocks((spans[i].n + 63) / 64), 256, 0, stream>>>(
-          static_cast<const unsigned char*>(spans[i].p), spans[i].n, scratch.word() + i);
-  KTUNE_CUDA_TRY(cudaGetLastError());
-  std::vector<unsigned long long> r(spans.size());
-  KTUNE_CUDA_TRY(cudaMemcpyAsync(r.data(), scratch.word(), r.size() * sizeof r[0], cudaMemcpyDeviceToHost, stream));
-  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-  for (std::size_t i = 0; i < r.size(); ++i) out[i] = r[i];
+  CheckBatch batch;
+  for (const Span& s : spans) batch.digest(s);
+  std::vector<unsigned long long> r;
+  KTUNE_TRY(batch.run(stream, scratch, r));
+  out.assign(r.begin(), r.end());
   return Status::success();
 }
 
@@ -203,17 +237,10 @@ inline Status digests(const std::vector<Span>& spans, cudaStream_t stream, Check
 inline Status check_guards(const std::vector<Span>& zones, cudaStream_t stream, CheckScratch& scratch, std::size_t& zone,
                            std::size_t& offset) {
   zone = offset = SIZE_MAX;
-  if (zones.empty()) return Status::success();
-  KTUNE_TRY(scratch.ensure(zones.size()));
-  KTUNE_CUDA_TRY(cudaMemsetAsync(scratch.word(), 0xFF, zones.size() * sizeof(unsigned long long), stream));
-  for (std::size_t i = 0; i < zones.size(); ++i)
-    if (zones[i].n)
-      detail::first_difference_kernel<><<<detail::check_blocks((zones[i].n + 15) / 16), 256, 0, stream>>>(
-          static_cast<const unsigned char*>(zones[i].p), nullptr, zones[i].n, guard_word, zones[i].phase, scratch.word() + i);
-  KTUNE_CUDA_TRY(cudaGetLastError());
-  std::vector<unsigned long long> r(zones.size());
-  KTUNE_CUDA_TRY(cudaMemcpyAsync(r.data(), scratch.word(), r.size() * sizeof r[0], cudaMemcpyDeviceToHost, stream));
-  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+  CheckBatch batch;
+  for (const Span& z : zones) batch.first_difference(z);
+  std::vector<unsigned long long> r;
+  KTUNE_TRY(batch.run(stream, scratch, r));
   for (std::size_t i = 0; i < r.size(); ++i)
     if (r[i] != ULLONG_MAX) {
       zone = i;

@@ -144,7 +144,7 @@ struct GpuMeasurer::State {
   std::vector<std::size_t> offsets;     // of each tensor within a set
   std::size_t set_bytes = 0;
   std::size_t rotations = 1;
-  char* arena = nullptr;                // rotations x set_bytes
+  char* arena = nullptr;                // rotations x set_bytes, a guard zone before and after
   char* pristine = nullptr;             // the inputs as drawn, laid out like a set
   std::vector<std::shared_ptr<const void>> args;  // one per set
   std::vector<std::size_t> outputs;     // tensor index of each output
@@ -231,7 +231,7 @@ struct GpuMeasurer::State {
 
   /// After a checked run: every guard zone bitwise intact and every read-only input bitwise as drawn
   /// (`verdict` gets the judge's message for the first violation, empty when none), and the digests of
-  /// the outputs (in outputs order). Two synchronisations whatever the number of tensors.
+  /// the outputs (in outputs order). One synchronisation whatever the number of tensors.
   Status check_buffers(const std::string& when, std::string& verdict, std::vector<std::uint64_t>& output_digests);
 
   // ---- the judge's checks of timed calls (measure_verify.cu)
@@ -249,11 +249,21 @@ struct GpuMeasurer::State {
   Status batch_figure(double moved, double& us);
 
   /// The judge's check of timed calls (docs/judge.md, "the timed calls do the work"): two rotation sets
-  /// get their inputs checked and their write-only outputs overwritten with fresh random numbers (not
-  /// NaN: "compute only where the output is not a number" must skip here too), their in-place tensors
-  /// restored; one call each, as the timing made it. Their outputs must be bitwise the checked call's
-  /// (the gate's digests), and a call must not take much longer than the timed calls did each.
+  /// get their write-only outputs overwritten with fresh random numbers (not NaN: "compute only where the
+  /// output is not a number" must skip here too) and their in-place tensors restored; one call each, as
+  /// the timing made it. Their outputs must be bitwise the checked call's (the gate's digests), and a call
+  /// must not take much longer than the timed calls did each. check_rotation checks the inputs after it.
   Status verify_work(const Variant& v, const std::string& name, double median_us, std::string& verdict);
+
+  /// After every timing (and its verify_work), a screen stopped early included: the guard zones around the
+  /// rotation sets intact and every set's read-only inputs bitwise as drawn, in one pass over the sets. A
+  /// violation is this variant's (nothing else ran on the sets since the last check): `verdict` gets the
+  /// judge's message and the sets are restored, so the next variant is timed and checked on the inputs as
+  /// drawn, not on what this one left.
+  Status check_rotation(std::string& verdict);
+  /// The guard zones around the rotation sets, set 0 as drawn (its read tensors from the pristine copy, its
+  /// write-only outputs random, never zeros) and every other set a copy of set 0.
+  Status restore_rotation();
 
   /// "implausible_time: ..." when `median_us` is below what the spec's bytes need at the copy ceiling
   /// measured in this run (beyond the margin), else empty.

@@ -94,42 +94,44 @@ Status GpuMeasurer::State::reset_gate() {
 
 Status GpuMeasurer::State::check_buffers(const std::string& when, std::string& verdict, std::vector<std::uint64_t>& output_digests) {
   verdict.clear();
-  if (gate_arena) {
-    std::vector<Span> zones;
+  CheckBatch batch;  // the guard zones, then the read-only inputs' digests, then the outputs'
+  std::vector<std::size_t> zone_of;  // the tensor of each zone pair
+  if (gate_arena)
     for (std::size_t t = 0; t < tensors.size(); ++t) {
       const std::size_t bytes = tensors[t].bytes();
       const std::size_t after = (bytes + tensor_alignment - 1) / tensor_alignment * tensor_alignment - bytes + guard_bytes;
-      zones.push_back({gate_ptr[t] - guard_bytes, guard_bytes, 0});
-      zones.push_back({gate_ptr[t] + bytes, after, static_cast<std::size_t>(gate_ptr[t] + bytes - gate_arena) % 4});
+      batch.first_difference({gate_ptr[t] - guard_bytes, guard_bytes, 0});
+      batch.first_difference({gate_ptr[t] + bytes, after, static_cast<std::size_t>(gate_ptr[t] + bytes - gate_arena) % 4});
+      zone_of.push_back(t);
     }
-    std::size_t zone = SIZE_MAX, first = SIZE_MAX;
-    KTUNE_TRY(check_guards(zones, stream, check_scratch, zone, first));
-    if (zone != SIZE_MAX) {
-      const TensorInfo& ti = tensors[zone / 2];
-      verdict = judge::message(judge::Verdict::out_of_bounds_write,
-                               zone % 2 == 0 ? ti.name + ": the guard zone before it changed, first at byte " +
-                                                   std::to_string(static_cast<long long>(first) - static_cast<long long>(guard_bytes)) +
-                                                   " (bytes before its first byte count from -1) " + when
-                                             : ti.name + ": the guard zone after it changed, first at byte +" + std::to_string(first) +
-                                                   " past its end (" + std::to_string(ti.bytes()) + " bytes) " + when);
-      gate_dirty = true;
-      return Status::success();
-    }
-  }
-  std::vector<Span> spans;
   std::vector<std::size_t> inputs;
   for (std::size_t t = 0; t < tensors.size(); ++t)
     if (tensors[t].access == Access::read) {
       inputs.push_back(t);
-      spans.push_back({gate_ptr[t], tensors[t].bytes(), 0});
+      batch.digest({gate_ptr[t], tensors[t].bytes(), 0});
     }
-  for (std::size_t t : outputs) spans.push_back({gate_ptr[t], tensors[t].bytes(), 0});
-  std::vector<std::uint64_t> d;
-  KTUNE_TRY(digests(spans, stream, check_scratch, d));
-  output_digests.assign(d.begin() + static_cast<std::ptrdiff_t>(inputs.size()), d.end());
+  for (std::size_t t : outputs) batch.digest({gate_ptr[t], tensors[t].bytes(), 0});
+  std::vector<unsigned long long> r;
+  KTUNE_TRY(batch.run(stream, check_scratch, r));
+
+  for (std::size_t z = 0; z < 2 * zone_of.size(); ++z) {
+    if (r[z] == ULLONG_MAX) continue;
+    const TensorInfo& ti = tensors[zone_of[z / 2]];
+    const std::size_t first = static_cast<std::size_t>(r[z]);
+    verdict = judge::message(judge::Verdict::out_of_bounds_write,
+                             z % 2 == 0 ? ti.name + ": the guard zone before it changed, first at byte " +
+                                              std::to_string(static_cast<long long>(first) - static_cast<long long>(guard_bytes)) +
+                                              " (bytes before its first byte count from -1) " + when
+                                        : ti.name + ": the guard zone after it changed, first at byte +" + std::to_string(first) +
+                                              " past its end (" + std::to_string(ti.bytes()) + " bytes) " + when);
+    gate_dirty = true;
+    return Status::success();
+  }
+  const std::size_t d = 2 * zone_of.size();  // the first digest's slot
+  output_digests.assign(r.begin() + static_cast<std::ptrdiff_t>(d + inputs.size()), r.end());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::size_t t = inputs[i];
-    if (d[i] == input_digest[t]) continue;
+    if (r[d + i] == input_digest[t]) continue;
     std::size_t first = SIZE_MAX;
     KTUNE_TRY(first_difference(gate_ptr[t], pristine + offsets[t], tensors[t].bytes(), stream, check_scratch, first));
     verdict = judge::message(judge::Verdict::input_modified, tensors[t].name + " is read-only but changed, first at byte " +

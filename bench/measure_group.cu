@@ -45,6 +45,30 @@ Status GpuMeasurer::State::upload(void* dst, const void* src, std::size_t bytes)
   return Status::success();
 }
 
+Status GpuMeasurer::State::restore_rotation() {
+  // Guard zones around the sets: a write past them in a timed call must land where check_rotation looks.
+  for (char* zone : {arena - guard_bytes, arena + rotations * set_bytes})
+    KTUNE_TRY(fill_bits(reinterpret_cast<float*>(zone), guard_bytes / 4, guard_word, stream));
+  // Set 0 as drawn, then every other set a copy of it, made by doubling (sets [0, k) onto [k, 2k)): a cold
+  // L2 takes thousands of sets of a small shape, and a copy or a fill per tensor and set came to about 1.3
+  // million launches in a ten-op tune. The sets' outputs start alike; each check of timed calls refills its own.
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    const TensorInfo& ti = tensors[t];
+    if (ti.access != Access::write) {
+      KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor_ptr(0, t), pristine + offsets[t], ti.bytes(), cudaMemcpyDeviceToDevice, stream));
+    } else {
+      KTUNE_TRY(visit_tensor_type(ti, dtype, [&](auto e) {
+        using T = decltype(e);
+        return fill_uniform(static_cast<T*>(tensor_ptr(0, t)), ti.elements, mix64(seed + 1), -1.f, 1.f, stream);
+      }));
+    }
+  }
+  for (std::size_t done = 1; done < rotations; done *= 2)
+    KTUNE_CUDA_TRY(cudaMemcpyAsync(arena + done * set_bytes, arena, std::min(done, rotations - done) * set_bytes,
+                                   cudaMemcpyDeviceToDevice, stream));
+  return Status::success();
+}
+
 void GpuMeasurer::State::release() {
   prepared.clear();  // the graphs hold pointers into the arena
   reference_dev.clear();
@@ -119,9 +143,9 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   // Halve the rotation until it fits: a cold L2 with fewer sets beats no measurement.
   s.rotations = s.cold_l2 ? rotations_for_cold_l2(s.set_bytes, s.l2_bytes) : 1;
   for (;;) {
-    const cudaError_t e = s.kept_arena.reserve(s.rotations * s.set_bytes);
+    const cudaError_t e = s.kept_arena.reserve(s.rotations * s.set_bytes + 2 * guard_bytes);
     if (e == cudaSuccess) {
-      s.arena = s.kept_arena.data();
+      s.arena = s.kept_arena.data() + guard_bytes;
       break;
     }
     if (e != cudaErrorMemoryAllocation || s.rotations == 1)
@@ -141,26 +165,8 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
         KTUNE_TRY(s.upload(s.pristine + s.offsets[t], host[t].data(), s.tensors[t].bytes()));
     KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
     s.upload_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - upload0).count();
-    // Set 0 as drawn: the read tensors from the pristine copy, the outputs random (never zeros). Every
-    // other set is a copy of it, made by doubling (sets [0, k) onto [k, 2k)): a cold L2 takes thousands of
-    // sets of a small shape, and a copy or a fill per tensor and set came to about 1.3 million launches in
-    // a ten-op tune. The sets' outputs start alike; each check of timed calls refills its own.
     PartScope sets(s.phases, "prepare.sets");
-    for (std::size_t t = 0; t < s.tensors.size(); ++t) {
-      const TensorInfo& ti = s.tensors[t];
-      if (ti.access != Access::write) {
-        KTUNE_CUDA_TRY(cudaMemcpyAsync(s.tensor_ptr(0, t), s.pristine + s.offsets[t], ti.bytes(), cudaMemcpyDeviceToDevice,
-                                       s.stream));
-      } else {
-        KTUNE_TRY(visit_tensor_type(ti, s.dtype, [&](auto e) {
-          using T = decltype(e);
-          return fill_uniform(static_cast<T*>(s.tensor_ptr(0, t)), ti.elements, mix64(s.seed + 1), -1.f, 1.f, s.stream);
-        }));
-      }
-    }
-    for (std::size_t done = 1; done < s.rotations; done *= 2)
-      KTUNE_CUDA_TRY(cudaMemcpyAsync(s.arena + done * s.set_bytes, s.arena, std::min(done, s.rotations - done) * s.set_bytes,
-                                     cudaMemcpyDeviceToDevice, s.stream));
+    KTUNE_TRY(s.restore_rotation());
     for (std::size_t set = 0; set < s.rotations; ++set) {
       std::vector<void*> ptrs;
       for (std::size_t t = 0; t < s.tensors.size(); ++t) ptrs.push_back(s.tensor_ptr(set, t));

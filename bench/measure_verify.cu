@@ -1,7 +1,8 @@
 // bench/measure_verify.cu: the judge's checks of timed calls (docs/judge.md, "the timed calls do the
 // work"): after every timing two rotation sets are run once more from random outputs and must reproduce
-// the gate's digests within a time the timing allows, and a median faster than DRAM is timed again and
-// then rejected. timed_and_judged wraps every timing (variants, screens, rounds) in these checks.
+// the gate's digests within a time the timing allows, every set's inputs and the guards around the sets
+// must be intact, and a median faster than DRAM is timed again and then rejected. timed_and_judged wraps
+// every timing (variants, screens, rounds) in these checks.
 #include "measure_detail.cuh"
 
 #include <cstdio>
@@ -121,36 +122,16 @@ Status GpuMeasurer::State::verify_work(const Variant& v, const std::string& name
     KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
     calls.stop();
     fastest_us = fastest_us < 0 ? ms * 1e3 : std::min(fastest_us, ms * 1e3);
-    // The read-only inputs (still as drawn after the timed calls and this one) and the outputs, in one
-    // pass over the set.
+    // The outputs in one pass over the set (check_rotation checks the inputs of every set after this).
     std::vector<Span> spans;
-    std::vector<std::size_t> which;
-    for (std::size_t t = 0; t < tensors.size(); ++t)
-      if (tensors[t].access == Access::read && tensors[t].bytes()) {
-        spans.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
-        which.push_back(t);
-      }
     for (std::size_t t : outputs) spans.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
     std::vector<std::uint64_t> d;
     {
       PartScope part(phases, "verify.digests");
       KTUNE_TRY(digests(spans, stream, check_scratch, d));
     }
-    for (std::size_t i = 0; i < which.size(); ++i)
-      if (d[i] != input_digest[which[i]]) {
-        verdict = judge::message(judge::Verdict::input_modified, tensors[which[i]].name +
-                                                                     " is read-only but the timed calls changed it (rotation set " +
-                                                                     std::to_string(set) + ")");
-        // The next variant is timed and checked on the inputs as drawn, not on what this one left.
-        for (std::size_t s = 0; s < rotations; ++s)
-          for (std::size_t t = 0; t < tensors.size(); ++t)
-            if (tensors[t].access != Access::write && tensors[t].bytes())
-              KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor_ptr(s, t), pristine + offsets[t], tensors[t].bytes(), cudaMemcpyDeviceToDevice, stream));
-        KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-        return Status::success();
-      }
     for (std::size_t o = 0; o < outputs.size(); ++o)
-      if (d[which.size() + o] != known->second[o]) {
+      if (d[o] != known->second[o]) {
         verdict = judge::message(judge::Verdict::work_skipped,
                                  tensors[outputs[o]].name + " after a timed call (rotation set " + std::to_string(set) +
                                      ", its outputs overwritten with random numbers first) is not bitwise the checked "
@@ -172,6 +153,51 @@ Status GpuMeasurer::State::verify_work(const Variant& v, const std::string& name
                   fastest_us, median_us, work_time_factor, allowed_us, floor_us, floor_now);
     verdict = judge::message(judge::Verdict::work_skipped, buf);
   }
+  return Status::success();
+}
+
+Status GpuMeasurer::State::check_rotation(std::string& verdict) {
+  verdict.clear();
+  PartScope part(phases, "verify.sets");
+  const std::size_t end = rotations * set_bytes;
+  CheckBatch batch;  // slots: the guard zone before the sets, the one after, then each read-only input over every set
+  batch.first_difference({arena - guard_bytes, guard_bytes, 0});
+  batch.first_difference({arena + end, guard_bytes, 0});
+  std::vector<std::size_t> inputs;
+  for (std::size_t t = 0; t < tensors.size(); ++t)
+    if (tensors[t].access == Access::read && tensors[t].bytes()) {
+      inputs.push_back(t);
+      batch.digest({tensor_ptr(0, t), tensors[t].bytes(), 0, rotations, set_bytes});
+    }
+  std::vector<unsigned long long> r;
+  KTUNE_TRY(batch.run(stream, check_scratch, r));
+  const std::string sets = std::to_string(rotations) + " rotation set" + (rotations == 1 ? "" : "s");
+  if (r[0] != ULLONG_MAX)
+    verdict = judge::message(judge::Verdict::out_of_bounds_write,
+                             "the timed calls changed the guard zone before the " + sets + ", first at byte " +
+                                 std::to_string(static_cast<long long>(r[0]) - static_cast<long long>(guard_bytes)));
+  else if (r[1] != ULLONG_MAX)
+    verdict = judge::message(judge::Verdict::out_of_bounds_write, "the timed calls changed the guard zone after the " +
+                                                                      sets + ", first at byte +" + std::to_string(r[1]) +
+                                                                      " past the last set's end");
+  for (std::size_t i = 0; verdict.empty() && i < inputs.size(); ++i) {
+    const std::size_t t = inputs[i], n = tensors[t].bytes();
+    // Equal sets sum to `rotations` times the pristine copy's digest (mod 2^64, as the kernel sums).
+    if (r[2 + i] == static_cast<unsigned long long>(rotations) * input_digest[t]) continue;
+    CheckBatch where;
+    where.first_difference({tensor_ptr(0, t), n, 0, rotations, set_bytes}, pristine + offsets[t]);
+    std::vector<unsigned long long> w;
+    KTUNE_TRY(where.run(stream, check_scratch, w));
+    verdict = judge::message(judge::Verdict::input_modified,
+                             tensors[t].name + " is read-only but the timed calls changed it" +
+                                 (w[0] == ULLONG_MAX ? std::string(" (its digest over the " + sets + ")")
+                                                     : " (rotation set " + std::to_string(w[0] / n) + " of " +
+                                                           std::to_string(rotations) + ", first at byte " +
+                                                           std::to_string(w[0] % n) + " of " + std::to_string(n) + ")"));
+  }
+  if (verdict.empty()) return Status::success();
+  KTUNE_TRY(restore_rotation());
+  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
   return Status::success();
 }
 
@@ -200,19 +226,22 @@ bool GpuMeasurer::timed_and_judged(const Variant& v, const std::string& name, Ti
         return false;
       }
     }
-    // Stopped early for being clearly slow: nothing it could gain from its timed calls is used.
-    if (t.abandoned) return true;
     PhaseScope phase(s.phases, PhaseTimes::verify);
-    std::string verdict;
-    const Status st = s.verify_work(v, name, t.median_us, verdict);
+    std::string verdict, broke;
+    // A screen stopped early for being clearly slow is not compared with the checked call: nothing it could
+    // gain from its timed calls is used. What those calls broke is checked all the same (check_rotation).
+    Status st = t.abandoned ? Status::success() : s.verify_work(v, name, t.median_us, verdict);
+    if (st.ok()) st = s.check_rotation(broke);
     if (!st.ok()) {
       s.cuda_failure(r, "incorrect: verifying the timed calls: ", st);
       return false;
     }
+    if (!broke.empty()) verdict = broke;  // the cause of any wrong output the check saw
     if (!verdict.empty()) {  // wrong work is not timed again
       r.error = verdict;
       return false;
     }
+    if (t.abandoned) return true;
     verdict = s.implausible(t.median_us, t.median_us > 0 ? (t.max_us - t.min_us) / t.median_us : 0);
     if (verdict.empty()) return true;
     if (attempt == 1) {  // an implausible time is timed once more before it is rejected

@@ -383,7 +383,8 @@ Judgement judge_ranking(const Ranking& r) {
       notes += fmt::format("S itself was excluded from the search ({}): {} (not held against the family).\n", e.dtype, e.error);
       continue;
     }
-    return fail(node_verdict(v), fmt::format("variant {} ({}) failed the judge in the search, {}: {}", e.id, e.dtype, e.verdict, e.error),
+    // The error is the judge's message, which starts with the verdict's name.
+    return fail(node_verdict(v), fmt::format("variant {} ({}) failed the judge in the search: {}", e.id, e.dtype, e.error),
                 notes + describe_ranking(r));
   }
   if (r.measured_shapes == 0) return fail(Node::rejected, "no shape has both S and a correct variant measured", notes + describe_ranking(r));

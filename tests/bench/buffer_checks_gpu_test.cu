@@ -1,12 +1,15 @@
 // The judge's device checks (bench/buffer_checks.cuh): the first differing byte of two buffers and of a
 // guard zone is found exactly wherever it lies (aligned or not, in the vector body or the tail, with
 // any phase of the guard word), equal bytes digest equally wherever they lie while one flipped bit or
-// two swapped words change the digest, and the shared-memory scribble runs on this device. Fresh random bytes per run.
+// two swapped words change the digest, a tensor checked in every rotation set at once gives the set and byte
+// that changed, and the shared-memory scribble runs on this device. Fresh random bytes per run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "bench/buffer_checks.cuh"
@@ -149,6 +152,49 @@ TEST_F(BufferChecksGpu, DigestsDoNotDependOnWhereTheBytesLie) {
     ASSERT_EQ(cudaMemcpy(aligned.p, host.data(), 16, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_TRUE(digests({{aligned.p, n, 0}}, stream, scratch, after).ok());
     EXPECT_NE(before[0], after[0]) << n << " bytes, the first two words swapped";
+  }
+}
+
+TEST_F(BufferChecksGpu, ChecksOverRotationSetsFindTheSetAndByteThatDiffer) {
+  // After every timing check_rotation digests a tensor in every rotation set at once (sets x one copy's
+  // digest when none changed) and, when one did, finds the first set and byte that differ from the pristine
+  // copy. Sets past 65,535 take the grid's y loop; a tensor whose size is not a multiple of 16 takes the tail.
+  const std::uint64_t seed = ktune::test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed ^ 0x5e75);
+  struct Layout {
+    std::size_t n, stride, sets;
+  };
+  for (const Layout& l : {Layout{1003, 1280, 7}, Layout{40, 256, 70001}, Layout{(std::size_t{1} << 20) + 8, (std::size_t{1} << 20) + 256, 3}}) {
+    SCOPED_TRACE(std::to_string(l.n) + " bytes in " + std::to_string(l.sets) + " sets");
+    std::vector<unsigned char> one(l.n), all(l.stride * l.sets);
+    for (auto& b : one) b = static_cast<unsigned char>(rng());
+    for (auto& b : all) b = static_cast<unsigned char>(rng());  // what lies between the copies is not read
+    for (std::size_t s = 0; s < l.sets; ++s) std::copy(one.begin(), one.end(), all.begin() + static_cast<std::ptrdiff_t>(s * l.stride));
+    DeviceBytes sets(all.size()), pristine(l.n);
+    ASSERT_EQ(cudaMemcpy(sets.p, all.data(), all.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(pristine.p, one.data(), l.n, cudaMemcpyHostToDevice), cudaSuccess);
+    auto check = [&](std::vector<unsigned long long>& r) {
+      CheckBatch batch;
+      EXPECT_EQ(batch.digest({pristine.p, l.n, 0}), 0u);
+      EXPECT_EQ(batch.digest({sets.p, l.n, 0, l.sets, l.stride}), 1u);
+      EXPECT_EQ(batch.first_difference({sets.p, l.n, 0, l.sets, l.stride}, pristine.p), 2u);
+      ASSERT_TRUE(batch.run(stream, scratch, r).ok());
+    };
+    std::vector<unsigned long long> r;
+    check(r);
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_EQ(r[1], static_cast<unsigned long long>(l.sets) * r[0]);
+    EXPECT_EQ(r[2], ULLONG_MAX);
+    // Two sets changed: the earlier one (and its earlier byte) is reported, and the digest moves.
+    const std::size_t set = l.sets / 2, at = rng() % l.n;
+    for (const auto& [s, k] : {std::pair{l.sets - 1, std::size_t{0}}, std::pair{set, at}}) {
+      const unsigned char flipped = static_cast<unsigned char>(one[k] ^ 0x01);
+      ASSERT_EQ(cudaMemcpy(sets.p + s * l.stride + k, &flipped, 1, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    check(r);
+    EXPECT_NE(r[1], static_cast<unsigned long long>(l.sets) * r[0]);
+    EXPECT_EQ(r[2], static_cast<unsigned long long>(set * l.n + at));
   }
 }
 
