@@ -74,6 +74,7 @@ GpuMeasurer::~GpuMeasurer() {
   s_->release();
   if (s_->ev_start) cudaEventDestroy(s_->ev_start);
   if (s_->ev_stop) cudaEventDestroy(s_->ev_stop);
+  if (s_->cross_copied) cudaEventDestroy(s_->cross_copied);
   for (cudaEvent_t e : s_->staged)
     if (e) cudaEventDestroy(e);
   if (s_->stream) cudaStreamDestroy(s_->stream);

@@ -98,6 +98,7 @@ class GpuMeasurer : public SearchMeasurer {
   BenchResult retime(const WorkItem& item, const BenchResult& previous) override;
   std::string begin_rounds(const ShapeGroup& g) override;
   bool round(const WorkItem& item, int samples, bool graph, Timed& t, BenchResult& r) override;
+  std::string settle_shape() override;
 
   const PhaseTimes& phases() const;
   /// The host preparation's workers and what they saved (bench/prefetch.hpp).
@@ -113,7 +114,9 @@ class GpuMeasurer : public SearchMeasurer {
   /// can_implement, device check, then the judge's gate (docs/judge.md): the call twice on guarded
   /// buffers, each run checked for writes outside the outputs, changed inputs, unwritten outputs and
   /// wrong values, the two runs bitwise equal. False (with r.error, prefixed with its verdict) when it fails.
-  bool check(const WorkItem& item, BenchResult& r);
+  /// `settled_later`: the host's check of the device comparison (a shape's first gate) runs in the
+  /// background, and settle_shape waits for it (the search's screens).
+  bool check(const WorkItem& item, BenchResult& r, bool settled_later = false);
   /// Times a variant that passed check(), then judges the timed calls: they reproduce the checked
   /// call's outputs bitwise and took no less than DRAM allows. False (with r.error) when either fails.
   bool time(const WorkItem& item, const TimingSettings& timing, Timed& t, BenchResult& r, const ScreenLimit& limit = {});

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -190,6 +191,14 @@ struct GpuMeasurer::State {
   bool device_compare = false;
   bool device_compare_off = false;      // a disagreement with the host turned it off for the run
   bool cross_checked = false;           // this shape's first gate was compared on the host as well
+  // That check in the background (the search's screens, which settle_shape settles): the outputs copied
+  // back on the stream, then compared on a thread of its own while the GPU goes on.
+  struct CrossCheck {
+    std::string disagreement;           // empty when the host's verdict is the device's
+    double seconds = 0;                 // the thread's wall time
+  };
+  std::future<CrossCheck> cross_check;
+  cudaEvent_t cross_copied = nullptr;
   std::vector<double*> reference_dev;
   DeviceCompareScratch scratch;
 
@@ -233,6 +242,19 @@ struct GpuMeasurer::State {
   /// (`verdict` gets the judge's message for the first violation, empty when none), and the digests of
   /// the outputs (in outputs order). One synchronisation whatever the number of tensors.
   Status check_buffers(const std::string& when, std::string& verdict, std::vector<std::uint64_t>& output_digests);
+
+  /// The gate set's outputs into host_out, on the stream (not waited for).
+  Status copy_outputs_back();
+  /// The outputs in host_out compared with the float64 reference on the host, on all cores.
+  std::vector<Comparison> compare_host_out() const;
+  /// Why the device's comparisons of `name`'s outputs are not the host's (empty when they are).
+  std::string disagreement(const std::string& name, const std::vector<Comparison>& device,
+                           const std::vector<Comparison>& host) const;
+  /// The host's check of the device comparisons `device` of `name`, in the background (cross_check).
+  Status start_cross_check(const std::string& name, std::vector<Comparison> device);
+  /// Waits for the background check: its disagreement (empty when none); on one, the device comparison is
+  /// off for the rest of the run.
+  std::string settle_cross_check();
 
   // ---- the judge's checks of timed calls (measure_verify.cu)
   /// The least one call takes as verify_work times it: an empty kernel between two event nodes of a

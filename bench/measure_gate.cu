@@ -143,7 +143,7 @@ Status GpuMeasurer::State::check_buffers(const std::string& when, std::string& v
   return Status::success();
 }
 
-bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
+bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later) {
   State& s = *s_;
   s.checked = nullptr;
   PhaseScope phase(s.phases, PhaseTimes::gate);
@@ -236,19 +236,11 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   // of the device comparison), else copied back and compared on the host.
   auto host_compare = [&](std::vector<Comparison>& out) -> Status {
     PartScope copy(s.phases, "gate.host_copy");
-    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
-      const std::size_t t = s.outputs[o];
-      KTUNE_CUDA_TRY(cudaMemcpyAsync(s.host_out + s.host_offsets[o], s.gate_ptr[t], s.tensors[t].bytes(),
-                                     cudaMemcpyDeviceToHost, s.stream));
-    }
+    KTUNE_TRY(s.copy_outputs_back());
     KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
     copy.stop();
     PartScope part(s.phases, "gate.host_compare");
-    for (std::size_t o = 0; o < s.outputs.size(); ++o)
-      out.push_back(visit_tensor_type(s.tensors[s.outputs[o]], s.dtype, [&](auto e) {
-        using T = decltype(e);
-        return compare_parallel(reinterpret_cast<const T*>(s.host_out + s.host_offsets[o]), s.reference[o], s.ref_norms[o], s.tol);
-      }));
+    out = s.compare_host_out();
     return Status::success();
   };
   auto compare_on_device = [&](std::vector<Comparison>& out) -> Status {
@@ -271,18 +263,18 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
     const bool on_device = s.device_compare && !s.device_compare_off && s.reference_dev.size() == s.outputs.size();
     st = on_device ? compare_on_device(comparisons) : host_compare(comparisons);
     if (st.ok() && on_device && !s.cross_checked) {
-      std::vector<Comparison> host;
-      st = host_compare(host);
       s.cross_checked = true;
-      for (std::size_t o = 0; st.ok() && o < host.size(); ++o)
-        if (!same_verdict(host[o], comparisons[o])) {
+      if (settled_later) {
+        st = s.start_cross_check(item.name, comparisons);
+      } else {
+        std::vector<Comparison> host;
+        st = host_compare(host);
+        if (const std::string why = st.ok() ? s.disagreement(item.name, comparisons, host) : std::string(); !why.empty()) {
           s.device_compare_off = true;
-          s.warnings.push_back(item.name + ": the device comparison of " + s.tensors[s.outputs[o]].name + " (" +
-                               comparisons[o].summary() + ") disagrees with the host's (" + host[o].summary() +
-                               "): every later gate compares on the host");
+          s.warnings.push_back(why + ": every later gate compares on the host");
           comparisons = host;
-          break;
         }
+      }
     }
   }
   if (!st.ok()) {
@@ -327,5 +319,71 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r) {
   s.checked = v;
   return true;
 }
+
+Status GpuMeasurer::State::copy_outputs_back() {
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    const std::size_t t = outputs[o];
+    KTUNE_CUDA_TRY(cudaMemcpyAsync(host_out + host_offsets[o], gate_ptr[t], tensors[t].bytes(), cudaMemcpyDeviceToHost, stream));
+  }
+  return Status::success();
+}
+
+std::vector<Comparison> GpuMeasurer::State::compare_host_out() const {
+  std::vector<Comparison> out;
+  for (std::size_t o = 0; o < outputs.size(); ++o)
+    out.push_back(visit_tensor_type(tensors[outputs[o]], dtype, [&](auto e) {
+      using T = decltype(e);
+      return compare_parallel(reinterpret_cast<const T*>(host_out + host_offsets[o]), reference[o], ref_norms[o], tol);
+    }));
+  return out;
+}
+
+std::string GpuMeasurer::State::disagreement(const std::string& name, const std::vector<Comparison>& device,
+                                             const std::vector<Comparison>& host) const {
+  for (std::size_t o = 0; o < host.size() && o < device.size(); ++o)
+    if (!same_verdict(host[o], device[o]))
+      return name + ": the device comparison of " + tensors[outputs[o]].name + " (" + device[o].summary() +
+             ") disagrees with the host's (" + host[o].summary() + ")";
+  return {};
+}
+
+Status GpuMeasurer::State::start_cross_check(const std::string& name, std::vector<Comparison> device) {
+  // The copy is on the stream before the gate's second run refills the outputs; the thread reads host_out,
+  // the reference and the tensors' facts, which stay until settle_cross_check (release waits for it too).
+  KTUNE_TRY(copy_outputs_back());
+  if (!cross_copied) KTUNE_CUDA_TRY(cudaEventCreateWithFlags(&cross_copied, cudaEventDisableTiming));
+  KTUNE_CUDA_TRY(cudaEventRecord(cross_copied, stream));
+  int gpu = 0;
+  KTUNE_CUDA_TRY(cudaGetDevice(&gpu));
+  cross_check = std::async(std::launch::async, [this, gpu, name, device = std::move(device)] {
+    const auto t0 = std::chrono::steady_clock::now();
+    CrossCheck c;
+    cudaError_t e = cudaSetDevice(gpu);  // a new thread starts on device 0
+    if (e == cudaSuccess) e = cudaEventSynchronize(cross_copied);
+    if (e != cudaSuccess)
+      c.disagreement = name + ": its outputs could not be copied back for the host's check of the device comparison (" +
+                       cudaGetErrorString(e) + ")";
+    else
+      c.disagreement = disagreement(name, device, compare_host_out());
+    c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return c;
+  });
+  return Status::success();
+}
+
+std::string GpuMeasurer::State::settle_cross_check() {
+  if (!cross_check.valid()) return {};
+  PhaseScope phase(phases, PhaseTimes::gate);
+  PartScope wait(phases, "gate.host_check_waited");
+  const CrossCheck c = cross_check.get();
+  wait.stop();
+  phases.part_s["gate.host_check_background"] += c.seconds;  // not in the gate's wall time: the GPU went on
+  if (c.disagreement.empty()) return {};
+  device_compare_off = true;
+  warnings.push_back(c.disagreement + ": every later gate compares on the host");
+  return c.disagreement;
+}
+
+std::string GpuMeasurer::settle_shape() { return s_->settle_cross_check(); }
 
 }  // namespace ktune::bench

@@ -70,6 +70,7 @@ Status GpuMeasurer::State::restore_rotation() {
 }
 
 void GpuMeasurer::State::release() {
+  settle_cross_check();  // its thread reads the group's buffers (the search has settled it already)
   prepared.clear();  // the graphs hold pointers into the arena
   reference_dev.clear();
   cross_checked = false;

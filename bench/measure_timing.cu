@@ -107,7 +107,7 @@ BenchResult GpuMeasurer::measure(const WorkItem& item) {
 
 BenchResult GpuMeasurer::screen(const WorkItem& item, const ScreenLimit& limit) {
   BenchResult r = blank(item);
-  if (!check(item, r)) return r;
+  if (!check(item, r, /*settled_later=*/true)) return r;
   Timed t;
   if (time(item, s_->screen, t, r, limit)) set_timing(r, t);
   return r;

@@ -369,78 +369,99 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           break;
         }
       }
-      std::vector<const BenchResult*> hits;
-      bool any_missing = false;
-      for (std::size_t i = 0; i < g.items.size(); ++i) {
-        const WorkItem& it = g.items[i];
-        hits.push_back(it.key.empty() ? nullptr : cache.find(it.key));
-        if (!wanted[i] && !hits.back() && progress) progress->skip();
-        any_missing = any_missing || (wanted[i] && !hits.back());
-      }
-      const std::string prepare_error = any_missing ? m.begin_shape(g) : std::string();
-      std::vector<std::size_t> fresh;  // indices into st.screens
-      double best = std::numeric_limits<double>::infinity();  // the best median of this shape's screens so far
-      auto keep_best = [&](const BenchResult& r) {
-        if (r.ok() && r.samples > 0 && !r.pruned) best = std::min(best, r.median_us);
-      };
-      std::vector<std::size_t> item_of;  // st.screens[j] is the screen of g.items[item_of[j]]
-      for (std::size_t i = 0; i < g.items.size(); ++i) {
-        if (!wanted[i]) continue;
-        const WorkItem& it = g.items[i];
-        item_of.push_back(i);
-        if (hits[i]) {
-          keep_best(*hits[i]);
-          BenchResult r = *hits[i];
-          r.cached = true;
+      // A group's verdicts are stored only once the measurer settles them (settle_shape: its check of the
+      // device comparison may finish after the screens); a group whose verdicts cannot stand is screened again.
+      for (int attempt = 0;; ++attempt) {
+        Progress* p = attempt == 0 ? progress : nullptr;  // a second screening is not counted twice
+        const std::size_t measured_before = o.measured, cached_before = o.from_cache;
+        std::vector<std::pair<std::string, BenchResult>> pending;
+        std::vector<const BenchResult*> hits;
+        bool any_missing = false;
+        for (std::size_t i = 0; i < g.items.size(); ++i) {
+          const WorkItem& it = g.items[i];
+          hits.push_back(it.key.empty() ? nullptr : cache.find(it.key));
+          if (!wanted[i] && !hits.back() && p) p->skip();
+          any_missing = any_missing || (wanted[i] && !hits.back());
+        }
+        const std::string prepare_error = any_missing ? m.begin_shape(g) : std::string();
+        std::vector<std::size_t> fresh;  // indices into st.screens
+        double best = std::numeric_limits<double>::infinity();  // the best median of this shape's screens so far
+        auto keep_best = [&](const BenchResult& r) {
+          if (r.ok() && r.samples > 0 && !r.pruned) best = std::min(best, r.median_us);
+        };
+        std::vector<std::size_t> item_of;  // st.screens[j] is the screen of g.items[item_of[j]]
+        for (std::size_t i = 0; i < g.items.size(); ++i) {
+          if (!wanted[i]) continue;
+          const WorkItem& it = g.items[i];
+          item_of.push_back(i);
+          if (hits[i]) {
+            keep_best(*hits[i]);
+            BenchResult r = *hits[i];
+            r.cached = true;
+            r.copy_same_size_us = st.copy_us;
+            st.screens.push_back(std::move(r));
+            ++o.from_cache;
+            continue;
+          }
+          if (p) p->before(it.name);
+          const bool prunable = s.prune_ratio > 0 && std::isfinite(best) && it.id != "original" && it.id != g.incumbent;
+          const ScreenLimit limit = prunable ? ScreenLimit{s.prune_ratio * best, s.prune_min_us} : ScreenLimit{};
+          BenchResult r = prepare_error.empty() ? m.screen(it, limit) : error_result(it, "error: " + prepare_error);
+          keep_best(r);
+          if (p) p->after();
+          ++o.measured;
           r.copy_same_size_us = st.copy_us;
+          if (!r.ok()) pending.emplace_back(it.key, r);  // a failure is final; a passing screen is kept after the noise check
+          else fresh.push_back(st.screens.size());
+          const bool fatal = r.fatal;
           st.screens.push_back(std::move(r));
-          ++o.from_cache;
+          if (fatal) {
+            abort_with(it.name + ": " + st.screens.back().error);
+            break;
+          }
+        }
+        // Out-of-line screens are timed again while the group's buffers exist, before anything ranks.
+        if (any_missing && prepare_error.empty() && !o.aborted) {
+          const double typical = typical_spread(st.screens);
+          for (std::size_t j : fresh) {
+            BenchResult& r = st.screens[j];
+            const WorkItem& it = g.items[item_of[j]];
+            for (int t = 1; t <= s.noise_retries && out_of_line(r, typical, s); ++t) {
+              BenchResult again = m.retime(it, r);
+              again.copy_same_size_us = st.copy_us;
+              again.remeasured = t;
+              if (!again.ok()) {
+                const bool fatal = again.fatal;
+                r = std::move(again);
+                pending.emplace_back(it.key, r);
+                if (fatal) abort_with(it.name + ": " + r.error);
+                break;
+              }
+              if (!out_of_line(again, typical, s) || again.spread < r.spread) r = std::move(again);
+              else r.remeasured = t;
+            }
+            if (o.aborted) break;
+            r.noisy = out_of_line(r, typical, s);
+            if (r.ok()) pending.emplace_back(it.key, r);
+          }
+        }
+        const std::string unsound = any_missing && prepare_error.empty() ? m.settle_shape() : std::string();
+        if (!unsound.empty() && attempt == 0 && !o.aborted) {
+          o.warnings.push_back(unsound + "; the shape's screens were measured again");
+          m.end_shape();
+          st.screens.clear();
+          o.measured = measured_before;
+          o.from_cache = cached_before;
           continue;
         }
-        if (progress) progress->before(it.name);
-        const bool prunable = s.prune_ratio > 0 && std::isfinite(best) && it.id != "original" && it.id != g.incumbent;
-        const ScreenLimit limit = prunable ? ScreenLimit{s.prune_ratio * best, s.prune_min_us} : ScreenLimit{};
-        BenchResult r = prepare_error.empty() ? m.screen(it, limit) : error_result(it, "error: " + prepare_error);
-        keep_best(r);
-        if (progress) progress->after();
-        ++o.measured;
-        r.copy_same_size_us = st.copy_us;
-        if (!r.ok()) store(it.key, r);  // a failure is final; a passing screen is stored after the noise check
-        else fresh.push_back(st.screens.size());
-        const bool fatal = r.fatal;
-        st.screens.push_back(std::move(r));
-        if (fatal) {
-          abort_with(it.name + ": " + st.screens.back().error);
-          break;
-        }
+        if (unsound.empty())
+          for (const auto& [key, r] : pending) store(key, r);
+        else if (!o.aborted)
+          abort_with(unsound);
+        if (any_missing) m.end_shape();
+        st.items = std::move(item_of);
+        break;
       }
-      // Out-of-line screens are timed again while the group's buffers exist, before anything ranks.
-      if (any_missing && prepare_error.empty() && !o.aborted) {
-        const double typical = typical_spread(st.screens);
-        for (std::size_t j : fresh) {
-          BenchResult& r = st.screens[j];
-          const WorkItem& it = g.items[item_of[j]];
-          for (int t = 1; t <= s.noise_retries && out_of_line(r, typical, s); ++t) {
-            BenchResult again = m.retime(it, r);
-            again.copy_same_size_us = st.copy_us;
-            again.remeasured = t;
-            if (!again.ok()) {
-              const bool fatal = again.fatal;
-              r = std::move(again);
-              store(it.key, r);
-              if (fatal) abort_with(it.name + ": " + r.error);
-              break;
-            }
-            if (!out_of_line(again, typical, s) || again.spread < r.spread) r = std::move(again);
-            else r.remeasured = t;
-          }
-          if (o.aborted) break;
-          r.noisy = out_of_line(r, typical, s);
-          if (r.ok()) store(it.key, r);
-        }
-      }
-      if (any_missing) m.end_shape();
-      st.items = std::move(item_of);
     }
     if (o.aborted) {
       emit(states);

@@ -155,6 +155,11 @@ class SearchMeasurer : public Measurer {
   /// Prepares the group for rounds of timing only: inputs and rotation, no reference and no gate (the
   /// finalists passed it). end_shape() releases it.
   virtual std::string begin_rounds(const ShapeGroup& g) = 0;
+  /// After a group's screens (and their re-timings), before any of their verdicts is stored: empty when they
+  /// stand, else why they cannot (a check of the measurer's own, run while the screens went on, failed); the
+  /// search then screens the group again, which the measurer must make sound (GpuMeasurer compares on the
+  /// host from then on).
+  virtual std::string settle_shape() { return {}; }
   /// One round of `item`: `samples` samples; with `graph` (its screen was graph-replayed) a graph is
   /// captured on its first round and replayed in the later ones, else plain launches, so one slow probe
   /// cannot switch a finalist's rounds to another way of timing than its screen's. False (with r.error)

@@ -153,10 +153,22 @@ class FakeSearch : public SearchMeasurer {
     r.batch = 4;
     return r;
   }
-  std::string begin_shape(const ShapeGroup&) override {
+  std::string begin_shape(const ShapeGroup& g) override {
     ++open;
     log.push_back("begin");
+    shape = g.shape.key();
     return {};
+  }
+  /// Shapes whose first settles report that their verdicts cannot stand (a background check that failed),
+  /// how many times each; until then their `misjudged` variant fails its screen as a faulty check made it.
+  std::map<std::string, int> unsound;
+  std::string misjudged, shape;
+  std::string settle_shape() override {
+    log.push_back("settle");
+    int& left = unsound[shape];
+    if (left == 0) return {};
+    --left;
+    return "toy " + shape + ": the device comparison disagrees with the host's";
   }
   BenchResult measure(const WorkItem& it) override { return timed(it, false); }
   void end_shape() override {
@@ -176,6 +188,11 @@ class FakeSearch : public SearchMeasurer {
     log.push_back("screen " + it.id);
     limit_of[it.name] = limit;
     const int n = ++screens_of[it.name];
+    if (it.id == misjudged && unsound[shape] > 0) {
+      BenchResult r = timed(it, false);
+      r.error = "incorrect: judged by a faulty comparison";
+      return r;
+    }
     if (it.name == crash_on) {  // in the gate, before any timing
       BenchResult r = timed(it, false);
       r.error = "incorrect: an illegal memory access; this broke the CUDA context";
@@ -504,6 +521,56 @@ TEST_F(BenchSearch, AKernelThatBreaksTheContextStopsTheRunAndTheRerunResumesAfte
   ASSERT_NE(c, nullptr);
   EXPECT_TRUE(c->cached);
   EXPECT_FALSE(c->ok());
+}
+
+TEST_F(BenchSearch, AShapeWhoseVerdictsCannotStandIsScreenedAgainAndOnlyTheNewVerdictsAreStored) {
+  // GpuMeasurer checks each shape's device comparison on the host in the background and settles it after
+  // the screens: when the two disagree, nothing of the shape's screens may be cached or ranked.
+  const auto work = toy_groups(2, ids);
+  m.unsound["tokens=0"] = 1;
+  m.misjudged = "b";
+  const SearchOutcome o = fresh_run(work);
+  ASSERT_FALSE(o.aborted) << o.abort_reason;
+  EXPECT_EQ(m.open, 0);
+  EXPECT_EQ(m.count("settle"), 3u);  // the first shape twice, the second once
+  EXPECT_EQ(m.screens_of["toy/fp16/tokens=0/b"], 2);
+  EXPECT_EQ(m.screens_of["toy/fp16/tokens=1/b"], 1);
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_NE(o.warnings[0].find("disagrees"), std::string::npos);
+  EXPECT_NE(o.warnings[0].find("measured again"), std::string::npos);
+  // One screen per variant and shape, the second screening's: b passed and reached the rounds.
+  EXPECT_EQ(o.measured, 2u * 7 + 2);  // 7 screens and a copy per shape, once each
+  const BenchResult* b = find(o, "toy/fp16/tokens=0/b", false);
+  ASSERT_NE(b, nullptr);
+  EXPECT_TRUE(b->ok()) << b->error;
+  EXPECT_NE(find(o, "toy/fp16/tokens=0/b", true), nullptr);
+  std::size_t rows = 0;
+  for (const BenchResult& r : o.results) rows += r.name == "toy/fp16/tokens=0/b" && !r.refined;
+  EXPECT_EQ(rows, 1u);
+  // The cache holds the second verdict only: a rerun measures nothing and sees b pass.
+  FakeSearch again;
+  const SearchOutcome o2 = rerun(work, again);
+  EXPECT_EQ(again.count("screen b"), 0u);
+  const BenchResult* cached = find(o2, "toy/fp16/tokens=0/b", false);
+  ASSERT_NE(cached, nullptr);
+  EXPECT_TRUE(cached->cached);
+  EXPECT_TRUE(cached->ok());
+}
+
+TEST_F(BenchSearch, AShapeWhoseVerdictsCannotStandTwiceStopsTheRunWithNothingOfItStored) {
+  const auto work = toy_groups(2, ids);
+  m.unsound["tokens=0"] = 2;
+  m.misjudged = "b";
+  const SearchOutcome o = fresh_run(work);
+  EXPECT_TRUE(o.aborted);
+  EXPECT_NE(o.abort_reason.find("disagrees"), std::string::npos);
+  EXPECT_EQ(m.open, 0);
+  EXPECT_EQ(m.count("rounds"), 0u);
+  FakeSearch again;
+  const SearchOutcome o2 = rerun(work, again);
+  EXPECT_FALSE(o2.aborted);
+  EXPECT_EQ(again.screens_of["toy/fp16/tokens=0/b"], 1);  // nothing of the first shape was cached
+  EXPECT_EQ(again.screens_of["toy/fp16/tokens=0/a"], 1);
 }
 
 /// Groups of one op and dtype over tokens x widths, in plan order (tokens outer, as the specs list them).
