@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "io.hpp"
+#include "raw.hpp"
 
 namespace ktune::tool {
 
@@ -36,12 +37,7 @@ bool is_reference(const std::string& name) { return name == "ktune/copy_ceiling"
 
 bool is_summed(const std::string& key) {
   if (std::find(std::begin(summed_fields), std::end(summed_fields), key) != std::end(summed_fields)) return true;
-  const auto ends_with = [&](const char* s) {
-    const std::string suffix = s;
-    return key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  // phase_<name>_s, phase_<name>_cpu_s and the parts within them, part_<name>_s
-  return (key.rfind("phase_", 0) == 0 || key.rfind("part_", 0) == 0) && ends_with("_s");
+  return is_phase_key(key) || is_part_key(key);
 }
 bool is_max(const std::string& key) {
   return std::find(std::begin(max_fields), std::end(max_fields), key) != std::end(max_fields);

@@ -1,6 +1,8 @@
 // tools/ktune/raw.cpp: the benchmark's Google Benchmark JSON read into plain records (raw.hpp).
 #include "raw.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "io.hpp"
@@ -47,6 +49,21 @@ std::string context_string(const nlohmann::json& v) {
 }
 
 }  // namespace
+
+namespace {
+bool cost_key(const std::string& key, const std::string& prefix) {
+  return key.size() > prefix.size() + 2 && key.rfind(prefix, 0) == 0 && key.compare(key.size() - 2, 2, "_s") == 0;
+}
+}  // namespace
+
+bool is_phase_key(const std::string& key) { return cost_key(key, "phase_"); }
+bool is_part_key(const std::string& key) { return cost_key(key, "part_"); }
+
+std::string part_label(const std::string& key) {
+  std::string name = key.substr(5, key.size() - 7);
+  std::replace(name.begin(), name.end(), '_', ' ');
+  return name;
+}
 
 std::optional<BenchName> parse_bench_name(const std::string& name) {
   std::vector<std::string> parts = split(name, '/');

@@ -28,6 +28,13 @@ Verdict parse_verdict_name(const std::string& s);  ///< inverse of to_string; th
 /// The verdict an error message states (`incorrect: ...` -> incorrect; unknown prefix -> error).
 Verdict verdict_of_message(const std::string& message);
 
+/// Context keys of what the GPU step cost, in seconds (bench/driver.cpp writes them): `phase_<name>_s` and
+/// `phase_<name>_cpu_s`, and the named parts within a phase, `part_<name>_s` (part_gate_runs_s: "gate.runs").
+bool is_phase_key(const std::string& key);
+bool is_part_key(const std::string& key);
+/// A part key's name for people: "gate runs" of part_gate_runs_s.
+std::string part_label(const std::string& key);
+
 /// The parts of a benchmark name `<op>/<dtype>/<shape>/<id>`.
 struct BenchName {
   std::string op, dtype, shape, id;

@@ -103,14 +103,10 @@ std::string tune_line(const Selection& s) {
   if (!get("phase_timing_s").empty())
     line += fmt::format("; prepare {} s, gate {} s, timing {} s, verify {} s{}", num("phase_prepare_s"), num("phase_gate_s"),
                         num("phase_timing_s"), num("phase_verify_s"), slices == "1" ? "" : " (summed over the processes)");
-  // The parts of the gate and the checks (part_gate_runs_s: "gate runs"), by name.
+  // The parts of the gate and the checks, by name.
   std::string parts;
   for (const auto& [k, v] : e)
-    if (k.rfind("part_", 0) == 0 && k.size() > 7 && k.compare(k.size() - 2, 2, "_s") == 0) {
-      std::string name = k.substr(5, k.size() - 7);
-      std::replace(name.begin(), name.end(), '_', ' ');
-      parts += fmt::format("{}{} {} s", parts.empty() ? "" : ", ", name, sig3(std::strtod(v.c_str(), nullptr)));
-    }
+    if (is_part_key(k)) parts += fmt::format("{}{} {} s", parts.empty() ? "" : ", ", part_label(k), sig3(std::strtod(v.c_str(), nullptr)));
   if (!parts.empty()) line += "; within them: " + parts;
   if (!get("prep_threads").empty()) line += fmt::format("; inputs and references prepared ahead on {} host threads", get("prep_threads"));
   return line;

@@ -104,8 +104,8 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
       }
       for (const char* k : kept_context)
         if (primary->context.count(k)) sel.environment[k] = primary->context.at(k);
-      for (const auto& [k, v] : primary->context)  // the parts of the gate and the checks (part_<name>_s)
-        if (k.rfind("part_", 0) == 0) sel.environment[k] = v;
+      for (const auto& [k, v] : primary->context)  // the parts of the gate and the checks
+        if (is_part_key(k)) sel.environment[k] = v;
       const std::string hash_key = "space_hash." + op;
       for (const RawFile* f : fs) {
         auto h = f->context.find(hash_key);

@@ -272,9 +272,8 @@ namespace {
 
 /// A context key of what the run's GPU step cost: for the report's cost section, not a fact of the device.
 bool is_run_cost(const std::string& key) {
-  return key == "measure_wall_s" || key == "startup_s" || key == "slices" || key == "prep_threads" ||
-         ((key.rfind("phase_", 0) == 0 || key.rfind("part_", 0) == 0) && key.size() > 8 &&
-          key.compare(key.size() - 2, 2, "_s") == 0);
+  return key == "measure_wall_s" || key == "startup_s" || key == "slices" || key == "prep_threads" || is_phase_key(key) ||
+         is_part_key(key);
 }
 
 }  // namespace
