@@ -46,9 +46,10 @@ namespace {
 // Versions of the method in the cache keys: a result judged by an earlier judge is measured again
 // (3: the guarded gate and the checks of timed calls, docs/judge.md; 4: every call of a shape replays the
 // same batch, ktune/replay_batch.hpp; 5: replays of whole rotations without an L2 read, and samples stopped
-// once a further round could not move their median, ktune/timing.cuh).
-constexpr const char* method_version = "ktune-bench-5";         // --exhaustive
-constexpr const char* search_method_version = "ktune-bench-5;search";  // screens (and their rounds, refined_key)
+// once a further round could not move their median, ktune/timing.cuh; 6: every rotation set checked after
+// every timing, a stopped screen's too, and screens of three samples first, bench/search.cpp).
+constexpr const char* method_version = "ktune-bench-6";         // --exhaustive
+constexpr const char* search_method_version = "ktune-bench-6;search";  // screens (and their rounds, refined_key)
 
 std::string read_file(const std::string& path, std::string& error) {
   std::ifstream in(path, std::ios::binary);

@@ -42,7 +42,10 @@ TimingSettings screen_timing(bool quick) {
   if (quick) return quick_timing();
   TimingSettings t;
   t.warmup = 1;           // the one-launch probes that size the graph replay warm up too
-  t.min_samples = 6;      // samples come 3 at a time: the median is checked at 6 (settled?), 9, ...
+  // Three samples first (a screen stopped past its limit was above it three times), then one at a time until
+  // the median settles: at three when the next sample could not move it by 1% (median_settled). A screen
+  // only has to rank a variant within the finalists' 10% reach, which the rounds then time.
+  t.min_samples = 3;
   t.max_samples = 30;
   t.stable_rel = 0.01;
   t.max_seconds = 0.5;

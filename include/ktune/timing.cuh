@@ -278,16 +278,18 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
   };
 
   double spent_us = 0, last_median = -1;
+  // Samples come a round at a time, half the minimum; the first round has at least three, so that a call
+  // stopped after it (below) was above the limit three times, not once.
+  const int round = std::max(1, opt.min_samples / 2), first_round = std::max(3, round);
   while (static_cast<int>(out.samples_us.size()) < opt.max_samples) {
-    const int round = std::max(1, opt.min_samples / 2);
-    for (int i = 0; i < round; ++i) {
+    for (int i = 0, n = out.samples_us.empty() ? first_round : round; i < n; ++i) {
       double us = 0;
       KTUNE_TRY(sample(us));
       out.samples_us.push_back(us);
       spent_us += us * batch;
     }
     // Every replay of the first round above the limit: the call is slower, whatever its later samples.
-    if (opt.abandon_above_us > 0 && out.graph && static_cast<int>(out.samples_us.size()) == round &&
+    if (opt.abandon_above_us > 0 && out.graph && static_cast<int>(out.samples_us.size()) == first_round &&
         *std::min_element(out.samples_us.begin(), out.samples_us.end()) > opt.abandon_above_us) {
       out.abandoned = true;
       break;
