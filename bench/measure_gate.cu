@@ -5,6 +5,7 @@
 #include "measure_detail.cuh"
 
 #include <cmath>
+#include <system_error>
 #include <thread>
 
 #include <ktune/device_check.hpp>
@@ -355,7 +356,7 @@ Status GpuMeasurer::State::start_cross_check(const std::string& name, std::vecto
   KTUNE_CUDA_TRY(cudaEventRecord(cross_copied, stream));
   int gpu = 0;
   KTUNE_CUDA_TRY(cudaGetDevice(&gpu));
-  cross_check = std::async(std::launch::async, [this, gpu, name, device = std::move(device)] {
+  auto check = [this, gpu, name, device = std::move(device)] {
     const auto t0 = std::chrono::steady_clock::now();
     CrossCheck c;
     cudaError_t e = cudaSetDevice(gpu);  // a new thread starts on device 0
@@ -367,7 +368,12 @@ Status GpuMeasurer::State::start_cross_check(const std::string& name, std::vecto
       c.disagreement = disagreement(name, device, compare_host_out());
     c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return c;
-  });
+  };
+  try {
+    cross_check = std::async(std::launch::async, check);
+  } catch (const std::system_error&) {  // no thread to spare: the check runs when the shape is settled
+    cross_check = std::async(std::launch::deferred, check);
+  }
   return Status::success();
 }
 
