@@ -232,24 +232,6 @@ inline Status digests(const std::vector<Span>& spans, cudaStream_t stream, Check
   return Status::success();
 }
 
-/// The first guard zone (index into `zones`) that no longer holds the guard word, and the first byte
-/// that differs in it; zone = SIZE_MAX when every zone is intact. One synchronisation for all zones.
-inline Status check_guards(const std::vector<Span>& zones, cudaStream_t stream, CheckScratch& scratch, std::size_t& zone,
-                           std::size_t& offset) {
-  zone = offset = SIZE_MAX;
-  CheckBatch batch;
-  for (const Span& z : zones) batch.first_difference(z);
-  std::vector<unsigned long long> r;
-  KTUNE_TRY(batch.run(stream, scratch, r));
-  for (std::size_t i = 0; i < r.size(); ++i)
-    if (r[i] != ULLONG_MAX) {
-      zone = i;
-      offset = static_cast<std::size_t>(r[i]);
-      break;
-    }
-  return Status::success();
-}
-
 /// Fills the shared memory of every SM with `pattern` (as far as one block per SM reaches, which is all
 /// of the SM's shared memory): what a kernel reads from a shared slot it never wrote is then this, not
 /// a leftover of the previous kernel that might happen to be right.
