@@ -28,6 +28,7 @@
 #include "build_info.hpp"
 #include "cache.hpp"
 #include "driver_detail.hpp"
+#include "gpu_trace.hpp"
 #include "incumbents.hpp"
 #include "measure.hpp"
 #include "names.hpp"
@@ -194,6 +195,10 @@ int run_bench(int argc, char** argv) {
   const std::uint64_t run_seed = opts.seed ? *opts.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   const bool cold = !opts.warm_l2;
   GpuMeasurer measurer(specs, dev.arch, timing, cold, run_seed, copy_gbps);
+  std::string trace_error;
+  const std::unique_ptr<GpuTrace> trace = GpuTrace::from_env(trace_error);
+  if (!trace_error.empty()) std::cerr << "ktune_bench: warning: " << trace_error << " (the run goes on untraced)\n";
+  measurer.set_trace(trace.get());
 
   std::vector<BenchResult> results;
   bool aborted = false;
@@ -335,6 +340,13 @@ int run_bench(int argc, char** argv) {
     search_context.emplace_back("prep_in_line", std::to_string(h.in_line));
     search_context.emplace_back("prep_worker_cpu_s", number(h.worker_cpu_s));
     search_context.emplace_back("prep_wait_s", number(h.wait_s));
+    if (trace) {
+      (void)cudaDeviceSynchronize();
+      std::string summary;
+      const std::string err = trace->finish(summary);
+      std::cerr << "ktune_bench: trace: " << summary << "\n";
+      if (!err.empty()) std::cerr << "ktune_bench: warning: " << err << "\n";
+    }
   }
 
   Tally tally;

@@ -81,6 +81,7 @@ GpuMeasurer::~GpuMeasurer() {
 }
 
 void GpuMeasurer::set_device_compare(bool on) { s_->device_compare = on; }
+void GpuMeasurer::set_trace(GpuTrace* trace) { s_->phases.trace = trace; }
 
 void GpuMeasurer::expect(const std::vector<Upcoming>& order) {
   std::vector<HostRequest> requests;

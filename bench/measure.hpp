@@ -28,6 +28,8 @@ struct Variant;
 
 namespace ktune::bench {
 
+class GpuTrace;
+
 struct DeviceContext {
   std::string name;
   int ordinal = 0;
@@ -64,6 +66,8 @@ struct PhaseTimes {
   /// Wall time of named parts of the gate and the checks ("gate.runs", "verify.digests", ...), each within
   /// its phase: where a phase's time goes, for the next thing to make faster.
   std::map<std::string, double> part_s;
+  /// KTUNE_TRACE: the phases' and parts' spans go to it as well (the GPU's idle time within each).
+  GpuTrace* trace = nullptr;
   static const char* name(int p);
 };
 
@@ -84,6 +88,8 @@ class GpuMeasurer : public SearchMeasurer {
   /// The gate puts every tensor in a cudaMalloc of its own instead of guarded regions of one allocation
   /// (compute-sanitizer's memcheck then sees any access outside a tensor as an invalid address).
   void set_separate_allocations(bool on);
+  /// KTUNE_TRACE (gpu_trace.hpp): the phases' and parts' spans are recorded in `trace` too (null: none).
+  void set_trace(GpuTrace* trace);
   /// The gate's inputs reach the hundreds and include exact zeros, as far as the reference stays finite
   /// in the outputs' storage type (docs/judge.md, "every call S accepts").
   void set_wide_values(bool on);

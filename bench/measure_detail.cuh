@@ -29,6 +29,7 @@
 #include <ktune/verify.hpp>
 
 #include "buffer_checks.cuh"
+#include "gpu_trace.hpp"
 #include "tensor_type.hpp"
 #include "device_compare.cuh"
 #include "timing_options.cuh"
@@ -56,10 +57,12 @@ inline double cpu_seconds() {
 /// Adds the wall and process CPU time of its lifetime to one phase.
 class PhaseScope {
  public:
-  PhaseScope(PhaseTimes& p, int phase) : p_(p), phase_(phase), wall_(std::chrono::steady_clock::now()), cpu_(cpu_seconds()) {}
+  PhaseScope(PhaseTimes& p, int phase)
+      : p_(p), phase_(phase), wall_(std::chrono::steady_clock::now()), cpu_(cpu_seconds()), traced_(p.trace ? p.trace->now() : 0) {}
   ~PhaseScope() {
     p_.wall_s[phase_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
     p_.cpu_s[phase_] += cpu_seconds() - cpu_;
+    if (p_.trace) p_.trace->span(PhaseTimes::name(phase_), traced_, p_.trace->now());
   }
 
  private:
@@ -67,13 +70,15 @@ class PhaseScope {
   int phase_;
   std::chrono::steady_clock::time_point wall_;
   double cpu_;
+  std::uint64_t traced_;
 };
 
 /// Adds the wall time from its construction to stop() or its end to a named part of a phase
 /// (PhaseTimes::part_s).
 class PartScope {
  public:
-  PartScope(PhaseTimes& p, const char* part) : p_(p), part_(part), wall_(std::chrono::steady_clock::now()) {}
+  PartScope(PhaseTimes& p, const char* part)
+      : p_(p), part_(part), wall_(std::chrono::steady_clock::now()), traced_(p.trace ? p.trace->now() : 0) {}
   PartScope(const PartScope&) = delete;
   PartScope& operator=(const PartScope&) = delete;
   ~PartScope() { stop(); }
@@ -81,12 +86,14 @@ class PartScope {
     if (stopped_) return;
     stopped_ = true;
     p_.part_s[part_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
+    if (p_.trace) p_.trace->span(part_, traced_, p_.trace->now());
   }
 
  private:
   PhaseTimes& p_;
   const char* part_;
   std::chrono::steady_clock::time_point wall_;
+  std::uint64_t traced_;
   bool stopped_ = false;
 };
 

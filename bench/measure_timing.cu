@@ -85,6 +85,7 @@ bool GpuMeasurer::time(const WorkItem& item, const TimingSettings& timing, Timed
     }
   }
   return timed_and_judged(*v, item.name, t, r, [&](Timed& out) -> Status {
+    PartScope part(s.phases, "timing.time_kernel");
     TimingResult tr;
     TimingOptions options = to_options(timing);
     options.abandon_above_us = limit.above_us;
@@ -140,6 +141,7 @@ bool GpuMeasurer::round(const WorkItem& item, int samples, bool graph, Timed& t,
       return false;
     }
     PhaseScope phase(s.phases, PhaseTimes::timing);
+    PartScope part(s.phases, "timing.round_graphs");
     const Status st = s.prepare_timer(*p, s.rounds, graph);
     if (!st.ok()) {
       s.cuda_failure(r, "rejected: timing failed: ", st);
@@ -148,7 +150,10 @@ bool GpuMeasurer::round(const WorkItem& item, int samples, bool graph, Timed& t,
     it = s.prepared.emplace(item.id, std::move(p)).first;
   }
   State::Prepared& p = *it->second;
-  return timed_and_judged(*p.v, item.name, t, r, [&](Timed& out) { return s.sample_prepared(p, samples, out); });
+  return timed_and_judged(*p.v, item.name, t, r, [&](Timed& out) {
+    PartScope part(s.phases, "timing.round_samples");
+    return s.sample_prepared(p, samples, out);
+  });
 }
 
 }  // namespace ktune::bench
