@@ -148,30 +148,44 @@ std::string width_of(const Shape& s) {
 }
 }  // namespace
 
-std::vector<std::size_t> screen_guides(const std::vector<const Shape*>& unit) {
+std::vector<ScreenGuide> screen_guides(const std::vector<const Shape*>& unit, bool pair_anchors) {
   std::vector<std::string> widths(unit.size()), distinct;
   for (std::size_t i = 0; i < unit.size(); ++i) {
     widths[i] = width_of(*unit[i]);
     if (std::find(distinct.begin(), distinct.end(), widths[i]) == distinct.end()) distinct.push_back(widths[i]);
   }
-  std::vector<std::size_t> guide(unit.size());
-  for (std::size_t i = 0; i < unit.size(); ++i) guide[i] = i;
+  std::vector<ScreenGuide> guide(unit.size());
+  for (std::size_t i = 0; i < unit.size(); ++i) guide[i].by = i;
   if (distinct.size() < 2) return guide;
   const std::string& anchor_width = distinct[distinct.size() / 2];
+  std::vector<std::size_t> anchors;  // by token count
+  for (std::size_t j = 0; j < unit.size(); ++j)
+    if (widths[j] == anchor_width && !unit[j]->dims.empty()) anchors.push_back(j);
+  auto tokens = [&](std::size_t i) { return unit[i]->dims.front().second; };
+  std::stable_sort(anchors.begin(), anchors.end(), [&](std::size_t a, std::size_t b) { return tokens(a) < tokens(b); });
   for (std::size_t i = 0; i < unit.size(); ++i) {
     if (unit[i]->dims.empty() || widths[i] == anchor_width) continue;
-    for (std::size_t j = 0; j < unit.size(); ++j)
-      if (widths[j] == anchor_width && !unit[j]->dims.empty() && unit[j]->dims.front() == unit[i]->dims.front()) {
-        guide[i] = j;  // the anchor of the same token count
+    for (std::size_t j : anchors)
+      if (tokens(j) == tokens(i)) {
+        guide[i].by = j;
         break;
       }
   }
+  if (pair_anchors)
+    for (std::size_t k = 1; k < anchors.size(); k += 2) guide[anchors[k]] = {anchors[k - 1], true};
   return guide;
 }
 
+std::size_t guide_depth(const std::vector<ScreenGuide>& guides, std::size_t i) {
+  std::size_t depth = 0;
+  for (; guides[i].by != i && depth < guides.size(); ++depth) i = guides[i].by;
+  return depth;
+}
+
 bool guided_in(const std::string& id, const std::vector<BenchResult>& anchor, const std::vector<std::string>& always,
-               double ratio) {
+               double ratio, const std::vector<std::string>& left_out) {
   if (id == "original" || std::find(always.begin(), always.end(), id) != always.end()) return true;
+  if (std::find(left_out.begin(), left_out.end(), id) != left_out.end()) return false;
   double best = std::numeric_limits<double>::infinity();
   const BenchResult* mine = nullptr;
   for (const BenchResult& r : anchor) {
@@ -209,7 +223,8 @@ std::vector<std::pair<std::string, std::string>> settings_context(const SearchSe
           {"search_prune_ratio", number(s.prune_ratio)},
           {"search_prune_min_us", number(s.prune_min_us)},
           {"search_guide_ratio", number(s.guide_ratio)},
-          {"search_general_keep", number(s.general_keep)}};
+          {"search_general_keep", number(s.general_keep)},
+          {"search_anchor_guide_ratio", number(s.anchor_guide_ratio)}};
 }
 
 std::string refined_key(const std::string& screen_key) { return screen_key + "/refined"; }
@@ -264,6 +279,7 @@ struct GroupState {
   std::vector<BenchResult> screens;
   std::vector<std::size_t> items;  ///< screens[j] is the screen of the group's items[items[j]]
   std::vector<BenchResult> refined;
+  std::vector<std::string> left_out;  ///< variants its guide found out of reach: not screened here
 };
 
 }  // namespace
@@ -296,20 +312,20 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
     return end;
   };
   auto guides_of = [&](std::size_t first, std::size_t end) {
-    std::vector<std::size_t> guide(end - first);
+    std::vector<ScreenGuide> guide(end - first);
     if (s.guide_ratio <= 0) {
-      for (std::size_t i = 0; i < guide.size(); ++i) guide[i] = i;
+      for (std::size_t i = 0; i < guide.size(); ++i) guide[i].by = i;
       return guide;
     }
     std::vector<const Shape*> shapes;
     for (std::size_t gi = first; gi < end; ++gi) shapes.push_back(&groups[gi].shape);
-    return screen_guides(shapes);
+    return screen_guides(shapes, s.anchor_guide_ratio > 0);
   };
-  auto screen_order = [](const std::vector<std::size_t>& guide) {
-    std::vector<std::size_t> order;
-    for (int anchors = 1; anchors >= 0; --anchors)
-      for (std::size_t i = 0; i < guide.size(); ++i)
-        if ((guide[i] == i) == (anchors == 1)) order.push_back(i);
+  auto screen_order = [](const std::vector<ScreenGuide>& guide) {  // every shape after its guide
+    std::vector<std::size_t> order(guide.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return guide_depth(guide, a) < guide_depth(guide, b); });
     return order;
   };
 
@@ -329,29 +345,34 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
   for (std::size_t first = 0; first < groups.size() && !o.aborted;) {
     const std::size_t end = unit_end(first);
     std::vector<GroupState> states(end - first);
-    const std::vector<std::size_t> guide = guides_of(first, end);
-    std::vector<std::string> forced;  // the anchors' best geometric means: screened everywhere
+    const std::vector<ScreenGuide> guide = guides_of(first, end);
+    std::vector<std::string> forced;  // the best geometric means of the shapes screened in full: screened everywhere
     bool anchors_done = false;
 
-    // ---- screens, one group at a time: the anchors, then the guided groups ----------------------
+    // ---- screens, one group at a time: the shapes screened in full, then each guided one after its guide --
     for (std::size_t k : screen_order(guide)) {
       if (o.aborted) break;
       const std::size_t gi = first + k;
       const ShapeGroup& g = groups[gi];
       GroupState& st = states[k];
-      if (guide[k] != k && !anchors_done) {  // the first guided group: every anchor is screened
+      const std::size_t by = guide[k].by;
+      if (by != k && !anchors_done) {  // the first guided group: every shape screened in full is
         std::vector<const std::vector<BenchResult>*> anchors;
         for (std::size_t j = 0; j < guide.size(); ++j)
-          if (guide[j] == j) anchors.push_back(&states[j].screens);
+          if (guide[j].by == j) anchors.push_back(&states[j].screens);
         forced = general_ranking(anchors, static_cast<std::size_t>(std::max(0, s.general_keep)));
         anchors_done = true;
       }
       std::vector<bool> wanted(g.items.size(), true);
-      if (guide[k] != k) {
+      if (by != k) {
         std::vector<std::string> always = forced;
         always.push_back(g.incumbent);
+        const double ratio = guide[k].across_tokens ? s.anchor_guide_ratio : s.guide_ratio;
         for (std::size_t i = 0; i < g.items.size(); ++i)
-          if (!(wanted[i] = guided_in(g.items[i].id, states[guide[k]].screens, always, s.guide_ratio))) ++o.guided_out;
+          if (!(wanted[i] = guided_in(g.items[i].id, states[by].screens, always, ratio, states[by].left_out))) {
+            ++o.guided_out;
+            st.left_out.push_back(g.items[i].id);
+          }
       }
       if (!g.copy.name.empty()) {  // the copy row first, before the group's buffers exist
         if (const BenchResult* hit = g.copy.key.empty() ? nullptr : cache.find(g.copy.key)) {

@@ -85,6 +85,13 @@ struct SearchSettings {
   /// and the anchors' general_keep best geometric means. 0: every variant at every shape.
   double guide_ratio = 1.3;
   int general_keep = 5;
+  /// Anchors guided too: of the anchors in token order, the second of each pair (16 after 1, 512 after 128,
+  /// 8192 after 2048) screens what the first found within this (and S, the incumbent, the first anchors' best
+  /// geometric means), and the shapes it guides only what it screened. Wider than guide_ratio: a token count
+  /// changes a kernel's regime more than a width does. In three ten-op searches (H100, H200) every such
+  /// anchor's winner screened within 1.19x at the anchor before it, and at 1.5 no shape's winner fell outside
+  /// (at 1.4, four did on the H200, 2% slower each). 0: every anchor in full.
+  double anchor_guide_ratio = 1.5;
 };
 
 /// The limit a screen is given (SearchSettings::prune_ratio): none when above_us is 0.
@@ -123,19 +130,32 @@ std::string general_of(const std::vector<const std::vector<BenchResult>*>& group
 /// The `keep` best of general_of's ranking, best first.
 std::vector<std::string> general_ranking(const std::vector<const std::vector<BenchResult>*>& groups, std::size_t keep);
 
-/// Guided screens: the anchor of each shape of one (op, dtype), as an index into `unit`. The anchors are the
+/// How one shape's screens are guided: by the shape `by` (itself: screened in full), the anchor of its token
+/// count or, for an anchor, the anchor of the neighbouring token count (`across_tokens`).
+struct ScreenGuide {
+  std::size_t by = 0;
+  bool across_tokens = false;
+  bool operator==(const ScreenGuide& o) const { return by == o.by && across_tokens == o.across_tokens; }
+};
+
+/// Guided screens: the guide of each shape of one (op, dtype), by index into `unit`. The anchors are the
 /// groups of one width (a shape's dimensions after the first, the token count, and its scalars): the
-/// middle one of the widths in plan order; they and any shape whose token count no anchor has are
-/// screened in full (their own index). Every other shape is guided by the anchor of its token count: in
-/// the ten ops' committed H100 and H200 searches, every shape's winner screened within 1.2x of the best
-/// at its anchor (bench/README.md). One width: every shape is its own anchor.
-std::vector<std::size_t> screen_guides(const std::vector<const Shape*>& unit);
+/// middle one of the widths in plan order; any shape whose token count no anchor has is screened in full.
+/// Every other shape is guided by the anchor of its token count: in the ten ops' committed H100 and H200
+/// searches, every shape's winner screened within 1.2x of the best at its anchor (bench/README.md). With
+/// `pair_anchors`, the anchors in token order pair up, and the second of each pair is guided by the first
+/// (SearchSettings::anchor_guide_ratio). One width: every shape is its own anchor.
+std::vector<ScreenGuide> screen_guides(const std::vector<const Shape*>& unit, bool pair_anchors);
+
+/// How many links from shape `i` to a shape screened in full: the order the guided shapes are screened in.
+std::size_t guide_depth(const std::vector<ScreenGuide>& guides, std::size_t i);
 
 /// What a guided group screens besides `always`: the variants whose anchor screen competes within
 /// `ratio` of the anchor's best (a noisy one with its fastest sample), and those without a passing
-/// anchor screen (their anchor could not tell: a shape-specific failure decides nothing elsewhere).
+/// anchor screen (their anchor could not tell: a shape-specific failure decides nothing elsewhere), unless
+/// the anchor left them out itself (`left_out`: its own guide found them out of reach).
 bool guided_in(const std::string& id, const std::vector<BenchResult>& anchor, const std::vector<std::string>& always,
-               double ratio);
+               double ratio, const std::vector<std::string>& left_out = {});
 
 /// After at least `min_rounds`: whether a finalist is clearly out, i.e. its fastest round median is
 /// above the leader's median by more than max(out_margin, 2 x the leader's spread over its rounds). A

@@ -48,7 +48,7 @@ TEST(BenchSearchRules, TheSettingsAreRecordedAsContextKeys) {
   const auto ctx = settings_context(s);
   const std::map<std::string, std::string> keys(ctx.begin(), ctx.end());
   EXPECT_EQ(keys.size(), ctx.size());  // no key twice
-  EXPECT_EQ(ctx.size(), 15u);          // every field of SearchSettings
+  EXPECT_EQ(ctx.size(), 16u);          // every field of SearchSettings
   for (const auto& kv : ctx) EXPECT_EQ(kv.first.rfind("search_", 0), 0u) << kv.first;
   EXPECT_EQ(keys.at("search_guide_ratio"), "0");
   EXPECT_EQ(keys.at("search_prune_ratio"), "1.3");
@@ -599,15 +599,21 @@ std::vector<const Shape*> shapes_of(const std::vector<ShapeGroup>& groups) {
   return out;
 }
 
+std::vector<std::size_t> guided_by(const std::vector<ScreenGuide>& guides) {
+  std::vector<std::size_t> out;
+  for (const ScreenGuide& g : guides) out.push_back(g.by);
+  return out;
+}
+
 TEST(BenchSearchRules, AShapeIsGuidedByTheShapeOfItsTokenCountAtTheMiddleWidth) {
   auto grid = toy_grid({1, 16}, {4096, 5120, 8192}, {"a"});
   ShapeGroup lone = grid.front();
   lone.shape.dims = {{"tokens", 7}, {"h", 4096}};  // no anchor has 7 tokens: screened in full
   grid.push_back(lone);
   // Plan order: (1, 4096) (1, 5120) (1, 8192) (16, 4096) (16, 5120) (16, 8192) (7, 4096).
-  EXPECT_EQ(screen_guides(shapes_of(grid)), (std::vector<std::size_t>{1, 1, 1, 4, 4, 4, 6}));
+  EXPECT_EQ(guided_by(screen_guides(shapes_of(grid), false)), (std::vector<std::size_t>{1, 1, 1, 4, 4, 4, 6}));
   // One width: every shape is its own anchor (the ops whose specs vary the token count alone).
-  EXPECT_EQ(screen_guides(shapes_of(toy_groups(3, {"a"}))), (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(guided_by(screen_guides(shapes_of(toy_groups(3, {"a"})), true)), (std::vector<std::size_t>{0, 1, 2}));
   // A scalar is part of the width: is_neox = 0 and 1 are two widths.
   auto neox = toy_grid({1, 16}, {128}, {"a"});
   for (int i = 0; i < 2; ++i) {
@@ -615,7 +621,22 @@ TEST(BenchSearchRules, AShapeIsGuidedByTheShapeOfItsTokenCountAtTheMiddleWidth) 
     g.shape.scalars = {{"is_neox", 0.0}};
     neox.push_back(g);
   }
-  EXPECT_EQ(screen_guides(shapes_of(neox)), (std::vector<std::size_t>{2, 3, 2, 3}));
+  EXPECT_EQ(guided_by(screen_guides(shapes_of(neox), false)), (std::vector<std::size_t>{2, 3, 2, 3}));
+}
+
+TEST(BenchSearchRules, PairedAnchorsTheSecondOfEachPairGuidedByTheFirst) {
+  // Tokens 128, 1, 16, 2048, 512 in plan order (not sorted), widths 4096 and 8192 (the anchor width: 8192).
+  auto grid = toy_grid({128, 1, 16, 2048, 512}, {4096, 8192}, {"a"});
+  // Anchors in token order: 1 (index 3), 16 (5), 128 (1), 512 (9), 2048 (7): 16 after 1, 512 after 128; 2048
+  // has no pair and is screened in full.
+  const std::vector<ScreenGuide> g = screen_guides(shapes_of(grid), true);
+  EXPECT_EQ(guided_by(g), (std::vector<std::size_t>{1, 1, 3, 3, 5, 3, 7, 7, 9, 1}));
+  for (std::size_t i = 0; i < g.size(); ++i)
+    EXPECT_EQ(g[i].across_tokens, i == 5 || i == 9) << i;
+  EXPECT_EQ(guide_depth(g, 1), 0u);
+  EXPECT_EQ(guide_depth(g, 9), 1u);  // the anchor of 512, guided by 128's
+  EXPECT_EQ(guide_depth(g, 8), 2u);  // (512, 4096), guided by 512's anchor
+  EXPECT_EQ(guide_depth(g, 6), 1u);  // (2048, 4096)
 }
 
 TEST(BenchSearchRules, AGuidedShapeScreensWhatItsAnchorFoundWithinReach) {
@@ -631,6 +652,8 @@ TEST(BenchSearchRules, AGuidedShapeScreensWhatItsAnchorFoundWithinReach) {
   EXPECT_TRUE(guided_in("n", anchor, {}, 1.3));     // noisy: its fastest sample (1.2) decides
   EXPECT_TRUE(guided_in("x", anchor, {}, 1.3));     // failed at the anchor: that says nothing here
   EXPECT_TRUE(guided_in("y", anchor, {}, 1.3));     // never screened there
+  EXPECT_FALSE(guided_in("y", anchor, {}, 1.3, {"y"}));    // ... because its anchor's own guide left it out
+  EXPECT_TRUE(guided_in("y", anchor, {"y"}, 1.3, {"y"}));  // forced all the same
 }
 
 // Two widths per token count: the anchors are the second width's shapes (the middle of two). Their screens
@@ -666,6 +689,33 @@ TEST_F(BenchSearch, GuidedShapesScreenOnlyWhatTheirAnchorFoundWithinReach) {
   EXPECT_EQ(o.guided_out, 2u);
   ASSERT_EQ(o.results.size(), first.results.size());
   for (std::size_t i = 0; i < o.results.size(); ++i) EXPECT_EQ(o.results[i].name, first.results[i].name);
+}
+
+// Paired anchors (anchor_guide_ratio 1.4): the anchor at tokens = 2 is guided by the one at tokens = 1, where c
+// (1.5x) and f (2.5x) were out of reach; the shape it guides, (2, 4096), leaves them out as it did, and only the
+// anchor at tokens = 1 screens them. (Screened before its guide, (2, 4096) would have found nothing there to go
+// by, and screened both.)
+TEST_F(BenchSearch, AnAnchorGuidedByTheTokenCountBeforeItPassesOnWhatItLeftOut) {
+  settings.general_keep = 2;
+  settings.anchor_guide_ratio = 1.4;
+  const auto work = toy_grid({1, 2}, {4096, 8192}, ids);
+  const SearchOutcome o = fresh_run(work);
+  ASSERT_FALSE(o.aborted) << o.abort_reason;
+  EXPECT_EQ(o.guided_out, 6u);  // c and f at each of the three guided shapes
+  for (const char* id : {"c", "f"}) {
+    EXPECT_EQ(m.screens_of.count(std::string("toy/fp16/tokens=1,h=8192/") + id), 1u) << id;
+    for (const char* shape : {"tokens=1,h=4096", "tokens=2,h=4096", "tokens=2,h=8192"})
+      EXPECT_EQ(m.screens_of.count(std::string("toy/fp16/") + shape + "/" + id), 0u) << shape << " " << id;
+  }
+  // Without pairing, the anchor at tokens = 2 screens c and f again.
+  settings.anchor_guide_ratio = 0;
+  FakeSearch unpaired;
+  unpaired.base = m.base;
+  fs::remove(path);
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  EXPECT_EQ(run_search(work, cache, unpaired, settings, nullptr).guided_out, 4u);
+  EXPECT_EQ(unpaired.screens_of.count("toy/fp16/tokens=2,h=8192/c"), 1u);
 }
 
 TEST_F(BenchSearch, WithoutGuidanceEveryShapeScreensEveryVariant) {

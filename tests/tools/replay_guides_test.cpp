@@ -72,6 +72,22 @@ TEST(ToolReplayGuides, ARatioKeepsWhatItsAnchorFoundWithinReachAndNamesTheWinner
   EXPECT_EQ(replay_guides(search, 1.2, 0).kept, 40u);
 }
 
+// Anchors paired across token counts: the anchor at tokens = 8 is guided by the one at tokens = 1, where w took
+// 5x the best. At 1.5 it leaves w out, and the shapes it guides never screen it (w's 1.25x there was never
+// measured): the winner at (8, 4096) is lost. At 6 it keeps w, and the replay is the width rule's alone.
+TEST(ToolReplayGuides, AnAnchorGuidedAcrossTokenCountsLeavesOutWhatItsGuideFoundOutOfReach) {
+  const RawFile search = parse_raw(full_search(), "search.json", "0x5");
+  const GuidedReplay paired = replay_guides(search, 1.3, 5, 1.5);
+  EXPECT_EQ(paired.anchor_ratio, 1.5);
+  EXPECT_EQ(paired.kept, 55u);  // 10 at the tokens = 1 anchor, 9 at each other shape
+  ASSERT_EQ(paired.misses.size(), 1u);
+  EXPECT_EQ(paired.misses[0].shape, "tokens=8,h=4096");
+  EXPECT_NEAR(paired.misses[0].cost, 1.0 / 0.9 - 1, 1e-12);
+  const GuidedReplay wide = replay_guides(search, 1.3, 5, 6.0);
+  EXPECT_EQ(wide.kept, 58u);
+  EXPECT_TRUE(wide.misses.empty());
+}
+
 TEST(ToolReplayGuides, AFinalistsRoundsNameTheWinner) {
   json doc = full_search();
   // In the rounds at tokens = 8, h = 4096, a beats w (the fastest screen): the winner is a, which 1.2 keeps.
@@ -105,8 +121,11 @@ TEST(ToolReplayGuides, TheCommandExitsOneWhenTheFirstRatioLeavesAWinnerOut) {
   fs::create_directories(dir);
   const std::string path = (dir / "search.json").string();
   write_atomic(path, full_search().dump());
-  EXPECT_EQ(ktune::cli::run_ktune({"replay-guides", path, "1.3", "1.2"}), exit_ok);
-  EXPECT_EQ(ktune::cli::run_ktune({"replay-guides", path, "1.2", "1.3"}), exit_failure);
+  EXPECT_EQ(ktune::cli::run_ktune({"replay-guides", path, "1.3", "1.2", "--anchor-ratio", "0"}), exit_ok);
+  EXPECT_EQ(ktune::cli::run_ktune({"replay-guides", path, "1.2", "1.3", "--anchor-ratio", "0"}), exit_failure);
+  // The search's own anchor ratio (1.5): the anchor at tokens = 8 leaves w out (5x at tokens = 1), and so does
+  // the shape it guides where w wins.
+  EXPECT_EQ(ktune::cli::run_ktune({"replay-guides", path, "1.3"}), exit_failure);
   fs::remove_all(dir);
 }
 

@@ -66,7 +66,7 @@ std::string winner_of(const ShapeRows& s) {
 
 }  // namespace
 
-GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t general_keep) {
+GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t general_keep, double anchor_ratio) {
   if (search.mode != "search")
     throw ToolError(search.path + ": a " + search.mode + " file, not a search: nothing to replay");
   const auto guided_out = search.context.find("guided_out");
@@ -98,33 +98,46 @@ GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t gene
 
   GuidedReplay out;
   out.ratio = ratio;
+  out.anchor_ratio = anchor_ratio;
   for (const auto& unit : units) {
     const std::vector<ShapeRows>& unit_shapes = shapes.at(unit);
     std::vector<const ktune::Shape*> dims;
     for (const ShapeRows& s : unit_shapes) dims.push_back(&s.dims);
-    const std::vector<std::size_t> guide = bench::screen_guides(dims);
+    const std::vector<bench::ScreenGuide> guide = bench::screen_guides(dims, anchor_ratio > 0);
     std::vector<const std::vector<BenchResult>*> anchors;
     for (std::size_t j = 0; j < guide.size(); ++j)
-      if (guide[j] == j) anchors.push_back(&unit_shapes[j].screens);
+      if (guide[j].by == j) anchors.push_back(&unit_shapes[j].screens);
     const std::vector<std::string> forced = bench::general_ranking(anchors, general_keep);
 
-    for (std::size_t i = 0; i < unit_shapes.size(); ++i) {
+    // Each shape after its guide, as the search screens them: a guided anchor keeps part of its screens, and
+    // the shapes it guides see only those.
+    std::vector<std::size_t> order(unit_shapes.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return bench::guide_depth(guide, a) < bench::guide_depth(guide, b); });
+    std::vector<std::vector<BenchResult>> kept(unit_shapes.size());
+    std::vector<std::vector<std::string>> left_out(unit_shapes.size());
+    for (std::size_t i : order) {
       const ShapeRows& s = unit_shapes[i];
       out.total += s.screens.size();
-      if (guide[i] == i) {  // an anchor, or no anchor of its token count: screened in full
+      const std::size_t by = guide[i].by;
+      if (by == i) {  // an anchor, or no anchor of its token count: screened in full
         out.kept += s.screens.size();
+        kept[i] = s.screens;
         continue;
       }
-      const std::vector<BenchResult>& anchor = unit_shapes[guide[i]].screens;
+      const double r = guide[i].across_tokens ? anchor_ratio : ratio;
       std::optional<double> best_kept, winner_screen;
       const std::string winner = winner_of(s);
       bool winner_kept = winner.empty();
       for (const BenchResult& b : s.screens) {
-        if (!bench::guided_in(b.id, anchor, forced, ratio)) {
+        if (!bench::guided_in(b.id, kept[by], forced, r, left_out[by])) {
+          left_out[i].push_back(b.id);
           if (b.id == winner) winner_screen = figure(b);
           continue;
         }
         ++out.kept;
+        kept[i].push_back(b);
         winner_kept = winner_kept || b.id == winner;
         if (const auto f = figure(b); f && b.id != "original") best_kept = std::min(best_kept.value_or(*f), *f);
       }
@@ -154,14 +167,20 @@ int cmd_replay_guides(const std::vector<std::string>& args) {
   app.add_option("search", path, "a full search's Google Benchmark JSON")->required();
   app.add_option("ratios", ratios, fmt::format("guide ratios (default: the search's, {})", defaults.guide_ratio))
       ->check(CLI::PositiveNumber);
+  double anchor_ratio = defaults.anchor_guide_ratio;
+  app.add_option("--anchor-ratio", anchor_ratio,
+                 fmt::format("the ratio an anchor is guided with by the anchor of the token count before it (default: "
+                             "the search's, {}; 0: every anchor in full)", defaults.anchor_guide_ratio))
+      ->check(CLI::NonNegativeNumber);
   if (auto done = cli::parse(app, args)) return *done;
   if (ratios.empty()) ratios.push_back(defaults.guide_ratio);
 
   const RawFile search = load_raw(path);
   int status = exit_ok;
   for (std::size_t k = 0; k < ratios.size(); ++k) {
-    const GuidedReplay r = replay_guides(search, ratios[k], static_cast<std::size_t>(defaults.general_keep));
-    fmt::print("ratio {}: {} of {} screens kept ({:.0f}%); {} shapes whose winner would be left out\n", r.ratio, r.kept,
+    const GuidedReplay r = replay_guides(search, ratios[k], static_cast<std::size_t>(defaults.general_keep), anchor_ratio);
+    fmt::print("ratio {} (anchors {}): {} of {} screens kept ({:.0f}%); {} shapes whose winner would be left out\n", r.ratio,
+               r.anchor_ratio, r.kept,
                r.total, r.total ? 100.0 * static_cast<double>(r.kept) / static_cast<double>(r.total) : 0.0,
                r.misses.size());
     for (std::size_t m = 0; m < r.misses.size() && m < 10; ++m) {
