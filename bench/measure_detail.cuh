@@ -277,10 +277,10 @@ struct GpuMeasurer::State {
   /// the copy ceiling, what the probe of a call at the copy's speed takes. 0 without a copy ceiling.
   Status batch_figure(double moved, double& us);
 
-  /// The judge's check of timed calls (docs/judge.md, "the timed calls do the work"): two rotation sets
-  /// get their write-only outputs overwritten with fresh random numbers (not NaN: "compute only where the
-  /// output is not a number" must skip here too) and their in-place tensors restored; one call each, as
-  /// the timing made it. Their outputs must be bitwise the checked call's (the gate's digests), and a call
+  /// The judge's check of timed calls (docs/judge.md, "the timed calls do the work"): a rotation set drawn
+  /// for this timing gets its write-only outputs overwritten with fresh random numbers (not NaN: "compute
+  /// only where the output is not a number" must skip here too) and its in-place tensors restored; one call,
+  /// as the timing made it. Its outputs must be bitwise the checked call's (the gate's digests), and the call
   /// must not take much longer than the timed calls did each. check_rotation checks the inputs after it.
   Status verify_work(const Variant& v, const std::string& name, double median_us, std::string& verdict);
 
