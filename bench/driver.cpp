@@ -331,12 +331,14 @@ int run_bench(int argc, char** argv) {
     const HostPrefetcher::Stats h = measurer.prefetch_stats();
     std::cerr << "ktune_bench: host preparation on " << measurer.prefetch_threads() << " threads: " << h.ahead
               << " groups prepared ahead (CPU " << number(h.worker_cpu_s) << " s), " << h.in_line << " in line, "
-              << h.dropped << " not needed; waited " << number(h.wait_s) << " s for them";
+              << h.dropped << " not needed, " << h.staged << " staged in pinned memory; waited " << number(h.wait_s)
+              << " s for them";
     for (const auto& [waited, what] : h.longest_waits) std::cerr << (&what == &h.longest_waits.front().second ? " (longest: " : ", ") << what << " " << number(waited) << " s";
     std::cerr << (h.longest_waits.empty() ? "" : ")") << "\n";
     std::cerr << "ktune_bench: prepare spent " << number(measurer.upload_seconds()) << " s copying inputs and references to the GPU\n";
     search_context.emplace_back("prep_threads", std::to_string(measurer.prefetch_threads()));
     search_context.emplace_back("prep_ahead", std::to_string(h.ahead));
+    search_context.emplace_back("prep_staged", std::to_string(h.staged));
     search_context.emplace_back("prep_in_line", std::to_string(h.in_line));
     search_context.emplace_back("prep_worker_cpu_s", number(h.worker_cpu_s));
     search_context.emplace_back("prep_wait_s", number(h.wait_s));

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,15 @@ struct HostGroup {
   std::vector<std::vector<double>> norms;       ///< chunk_norms of each reference
   double bytes_moved = 0;                       ///< per call, from the spec
   double cpu_s = 0;                             ///< the thread's CPU time computing it
+
+  /// The bytes the GPU needs, copied by a worker into pinned memory (HostPrefetcher's stage hook), so that
+  /// their upload is the copy engine's alone: each read tensor's and each reference's offset from `base`
+  /// (SIZE_MAX: not there). Null `base`: not staged. Dropping `hold` hands the memory back.
+  struct Staged {
+    const char* base = nullptr;
+    std::vector<std::size_t> input_at, reference_at;
+    std::shared_ptr<void> hold;
+  } staged;
 
   /// Host memory the group holds.
   std::size_t held_bytes() const;

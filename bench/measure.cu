@@ -56,6 +56,7 @@ GpuMeasurer::GpuMeasurer(std::map<std::string, Spec> specs, int arch, TimingSett
   s_->copy_gbps = copy_gbps;
   // The specs are read-only from here on and harnesses are stateless: workers may share both.
   const State* st = s_.get();
+  PinnedStaging* pinned = &s_->pinned;
   const unsigned threads = default_prefetch_threads();
   s_->prefetch = std::make_unique<HostPrefetcher>(
       [st](const HostRequest& r) {
@@ -67,7 +68,7 @@ GpuMeasurer::GpuMeasurer(std::map<std::string, Spec> specs, int arch, TimingSett
         else g = prepare_host(*h, spec->second, r);
         return g;
       },
-      threads, 8 * std::size_t{threads}, default_prefetch_budget());
+      threads, 8 * std::size_t{threads}, default_prefetch_budget(), [pinned](HostGroup& g) { pinned->stage(g); });
 }
 
 GpuMeasurer::~GpuMeasurer() {

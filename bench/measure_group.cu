@@ -126,6 +126,15 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   // would begin this group (expect), else here.
   HostGroup hg = s.prefetch->take(s.host_request(g.op, g.dtype, g.shape, with_reference));
   if (!hg.error.empty()) return hg.error;
+  // The pinned copy a worker made is handed back once the uploads below are done (or abandoned).
+  s.group_staged = std::move(hg.staged);
+  struct Unstage {
+    State& s;
+    ~Unstage() {
+      s.group_staged = {};
+      s.pinned.grow();
+    }
+  } unstage{s};
   s.bytes_moved = hg.bytes_moved;
   if (const Status st = s.batch_figure(s.bytes_moved, s.batch_for_us); !st.ok()) return describe(st);
   s.tensors = std::move(hg.tensors);
@@ -163,7 +172,8 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
       if (s.tensors[t].access != Access::write && s.tensors[t].bytes())
         // On the measuring stream, not the legacy one: a pageable cudaMemcpy may return before its DMA
         // lands, and the copies into the rotation sets below must read the inputs, not what was there.
-        KTUNE_TRY(s.upload(s.pristine + s.offsets[t], host[t].data(), s.tensors[t].bytes()));
+        KTUNE_TRY(s.upload_group_bytes(s.pristine + s.offsets[t], host[t].data(),
+                                       t < s.group_staged.input_at.size() ? s.group_staged.input_at[t] : SIZE_MAX, s.tensors[t].bytes()));
     KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
     s.upload_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - upload0).count();
     PartScope sets(s.phases, "prepare.sets");
@@ -250,7 +260,9 @@ std::string GpuMeasurer::prepare_gate(const HostTensors& host) {
     for (std::size_t o = 0; o < s.outputs.size(); ++o) {
       s.reference_dev.push_back(reinterpret_cast<double*>(s.kept_reference.data() + at[o]));
       // On the measuring stream: ordered before the comparisons (see the inputs' upload).
-      const Status up = s.upload(s.reference_dev.back(), s.reference[o].data(), s.reference[o].size() * sizeof(double));
+      const Status up = s.upload_group_bytes(s.reference_dev.back(), s.reference[o].data(),
+                                             o < s.group_staged.reference_at.size() ? s.group_staged.reference_at[o] : SIZE_MAX,
+                                             s.reference[o].size() * sizeof(double));
       if (!up.ok()) return "copying the reference to the device: " + describe(up);
     }
     if ((e = cudaStreamSynchronize(s.stream)) != cudaSuccess)

@@ -14,8 +14,8 @@
 
 namespace ktune::bench {
 
-HostPrefetcher::HostPrefetcher(Work work, unsigned threads, std::size_t lookahead, std::size_t budget_bytes)
-    : work_(std::move(work)), lookahead_(std::max<std::size_t>(lookahead, 1)), budget_(budget_bytes) {
+HostPrefetcher::HostPrefetcher(Work work, unsigned threads, std::size_t lookahead, std::size_t budget_bytes, Stage stage)
+    : work_(std::move(work)), stage_(std::move(stage)), lookahead_(std::max<std::size_t>(lookahead, 1)), budget_(budget_bytes) {
   for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
 }
 
@@ -54,7 +54,9 @@ void HostPrefetcher::work_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     std::shared_ptr<Slot> slot;
-    changed_.wait(lock, [&] { return stop_ || !trash_.empty() || (slot = next_to_start()) != nullptr; });
+    changed_.wait(lock, [&] {
+      return stop_ || !trash_.empty() || !to_stage_.empty() || (slot = next_to_start()) != nullptr;
+    });
     if (stop_) return;
     if (!trash_.empty()) {
       HostGroup g = std::move(trash_.front());
@@ -64,20 +66,45 @@ void HostPrefetcher::work_loop() {
       lock.lock();
       continue;
     }
-    slot->state = Slot::running;
-    ++running_;
-    lock.unlock();
-    HostGroup g = compute(slot->request);
-    lock.lock();
-    --running_;
-    stats_.worker_cpu_s += g.cpu_s;
-    slot->state = Slot::done;
-    if (!slot->abandoned) {
-      held_ += g.held_bytes();
-      slot->group = std::move(g);
+    if (!to_stage_.empty()) {  // first: the group the measuring thread takes next
+      slot = std::move(to_stage_.front());
+      to_stage_.pop_front();
+    } else {
+      slot->state = Slot::running;
+      ++running_;
+      lock.unlock();
+      HostGroup g = compute(slot->request);
+      lock.lock();
+      --running_;
+      stats_.worker_cpu_s += g.cpu_s;
+      slot->state = Slot::done;
+      if (!slot->abandoned) {
+        held_ += g.held_bytes();
+        slot->group = std::move(g);
+      }
+      if (slot->abandoned || !slot->stage_wanted || !stage_ || !slot->group.error.empty()) {
+        changed_.notify_all();
+        continue;
+      }
+      slot->staging = true;  // wanted while it was being prepared: this worker stages it too
     }
+    lock.unlock();
+    stage_(slot->group);  // take() waits while `staging`: nothing else touches the group
+    lock.lock();
+    slot->staging = false;
     changed_.notify_all();
   }
+}
+
+void HostPrefetcher::stage_next() {
+  if (!stage_ || queue_.empty()) return;
+  const std::shared_ptr<Slot>& next = queue_.front();
+  if (next->stage_wanted) return;
+  next->stage_wanted = true;
+  if (next->state == Slot::done && next->group.error.empty()) {
+    next->staging = true;
+    to_stage_.push_back(next);
+  }  // else the worker preparing it stages it when done
 }
 
 void HostPrefetcher::expect(std::vector<HostRequest> order) {
@@ -112,6 +139,7 @@ HostGroup HostPrefetcher::take(const HostRequest& r) {
   }
   std::shared_ptr<Slot> slot = *at;
   queue_.erase(queue_.begin(), at + 1);
+  stage_next();  // while the GPU runs this group
   changed_.notify_all();  // the window moved on
   if (slot->state == Slot::queued) {  // no worker got to it: nothing to wait for
     slot->abandoned = true;
@@ -121,7 +149,7 @@ HostGroup HostPrefetcher::take(const HostRequest& r) {
   }
   ++stats_.ahead;
   const auto t0 = std::chrono::steady_clock::now();
-  changed_.wait(lock, [&] { return slot->state == Slot::done; });
+  changed_.wait(lock, [&] { return slot->state == Slot::done && !slot->staging; });
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_.wait_s += waited;
   auto& top = stats_.longest_waits;
@@ -130,6 +158,7 @@ HostGroup HostPrefetcher::take(const HostRequest& r) {
   if (top.size() > 5) top.pop_back();
   held_ -= slot->group.held_bytes();
   slot->abandoned = true;  // taken: a later expect() must not count it again
+  stats_.staged += slot->group.staged.base != nullptr;
   changed_.notify_all();
   return std::move(slot->group);
 }

@@ -22,11 +22,14 @@ namespace ktune::bench {
 class HostPrefetcher {
  public:
   using Work = std::function<HostGroup(const HostRequest&)>;
+  /// Copies a prepared group's bytes into pinned memory (HostGroup::staged), or leaves it as it is.
+  using Stage = std::function<void(HostGroup&)>;
 
   struct Stats {
     std::size_t ahead = 0;     ///< groups taken that a worker had prepared (or was preparing)
     std::size_t in_line = 0;   ///< groups computed by take() itself (not expected, or not started yet)
     std::size_t dropped = 0;   ///< expected groups the run skipped (prepared or not)
+    std::size_t staged = 0;    ///< groups taken with their bytes in pinned memory (the stage hook)
     double worker_cpu_s = 0;   ///< CPU time the workers spent preparing
     double wait_s = 0;         ///< time take() waited for a worker
     /// The longest waits (at most five, longest first): which groups the host was behind on.
@@ -37,7 +40,9 @@ class HostPrefetcher {
   /// within the next `lookahead` expected ones, never more than `lookahead` at once (a group take()
   /// waits for counts until it is done), and while the prepared groups not yet taken hold less than
   /// `budget_bytes` of host memory.
-  HostPrefetcher(Work work, unsigned threads, std::size_t lookahead, std::size_t budget_bytes);
+  /// With `stage`, each take() has a worker stage the next expected group once it is prepared (the one
+  /// take() returns next, while the GPU runs the group just taken); take() waits for a staging under way.
+  HostPrefetcher(Work work, unsigned threads, std::size_t lookahead, std::size_t budget_bytes, Stage stage = nullptr);
   ~HostPrefetcher();  ///< stops the workers; groups in progress are finished and discarded
   HostPrefetcher(const HostPrefetcher&) = delete;
   HostPrefetcher& operator=(const HostPrefetcher&) = delete;
@@ -59,18 +64,23 @@ class HostPrefetcher {
     HostRequest request;
     enum State { queued, running, done } state = queued;
     bool abandoned = false;  // dropped or taken away while running
+    bool stage_wanted = false, staging = false;  // the next to be taken: staged once done
     HostGroup group;
   };
   void work_loop();
   std::shared_ptr<Slot> next_to_start();  // under mutex_
   HostGroup compute(const HostRequest& r);
 
+  void stage_next();  // under mutex_: asks for the next expected group's staging
+
   Work work_;
+  Stage stage_;
   std::size_t lookahead_, budget_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::shared_ptr<Slot>> queue_;  // expected, not yet taken, in order
   std::deque<HostGroup> trash_;              // groups to free
+  std::deque<std::shared_ptr<Slot>> to_stage_;  // prepared, staging asked for, no worker on it yet
   std::size_t held_ = 0;                     // bytes of prepared groups not yet taken
   std::size_t running_ = 0;                  // groups the workers are preparing now
   bool stop_ = false;

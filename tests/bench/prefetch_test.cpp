@@ -99,6 +99,50 @@ TEST(HostPrefetcher, ExpectedGroupsArePreparedByTheWorkersAndTakenInOrder) {
   EXPECT_EQ(s.dropped, 0u);
 }
 
+// The stage hook (GpuMeasurer's pinned copy): each take() has a worker stage the group taken next, whether it
+// was prepared already or is still being prepared (then the worker preparing it stages it); take() returns a
+// group only once its staging is done. The first group taken was never the next one: it is not staged.
+TEST(HostPrefetcher, EachTakeHasTheNextGroupStagedBeforeItIsTaken) {
+  CountingWork w;
+  std::atomic<int> staged{0};
+  std::thread::id main = std::this_thread::get_id();
+  std::atomic<int> on_main{0};
+  auto stage = [&](HostGroup& g) {
+    if (std::this_thread::get_id() == main) ++on_main;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the copy takes a while
+    static const char pinned[1] = {0};
+    g.staged.base = pinned;
+    g.staged.hold = std::make_shared<int>(static_cast<int>(g.bytes_moved));
+    ++staged;
+  };
+  HostPrefetcher p([&](const HostRequest& r) { return w(r); }, 3, 8, 1 << 20, stage);
+  std::vector<HostRequest> order;
+  for (int t = 1; t <= 6; ++t) order.push_back(request(t));
+  p.expect(order);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int t = 1; t <= 6; ++t) {
+    const HostGroup g = p.take(request(t));
+    EXPECT_EQ(g.bytes_moved, t);
+    EXPECT_EQ(g.staged.base != nullptr, t > 1) << t;
+    if (t > 1) EXPECT_EQ(*std::static_pointer_cast<int>(g.staged.hold), t);
+  }
+  EXPECT_EQ(p.stats().staged, 5u);
+  EXPECT_EQ(on_main, 0);  // staged on the workers
+  EXPECT_LE(staged, 6);   // and only the group taken next (the last take's next is none)
+  // A group still being prepared when it was asked for is staged by its worker once done.
+  CountingWork slow;
+  slow.open = false;
+  HostPrefetcher q([&](const HostRequest& r) { return slow(r); }, 2, 8, 1 << 20, stage);
+  q.expect({request(1), request(2)});
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    slow.release();
+  });
+  EXPECT_EQ(q.take(request(1)).staged.base, nullptr);
+  EXPECT_NE(q.take(request(2)).staged.base, nullptr);
+  release.join();
+}
+
 TEST(HostPrefetcher, SkippedGroupsAreDroppedAndUnexpectedOnesComputedWithoutDroppingAny) {
   CountingWork w;
   HostPrefetcher p([&](const HostRequest& r) { return w(r); }, 2, 8, 1 << 20);
