@@ -86,13 +86,21 @@ void GpuMeasurer::set_trace(GpuTrace* trace) { s_->phases.trace = trace; }
 
 void GpuMeasurer::expect(const std::vector<Upcoming>& order) {
   std::vector<HostRequest> requests;
+  std::size_t largest = 0;
   for (const Upcoming& u : order) {
     HostRequest r = s_->host_request(u.op, u.dtype, u.shape, u.reference);
     // A reference that runs S on the GPU is computed when its group begins, on this thread.
     const Harness* h = HarnessRegistry::global().find(u.op);
     if (r.reference && h && h->reference_uses_gpu()) continue;
+    if (h) {  // the largest group sizes the pinned buffers its bytes are staged in
+      try {
+        largest = std::max(largest, PinnedStaging::layout(h->tensors(r.shape, r.dtype), r.reference));
+      } catch (const std::exception&) {  // the group fails when it begins, with the harness's message
+      }
+    }
     requests.push_back(std::move(r));
   }
+  if (s_->prefetch->threads() > 0) s_->pinned.presize(largest);
   s_->prefetch->expect(std::move(requests));
 }
 

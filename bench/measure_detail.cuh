@@ -133,38 +133,59 @@ struct KeptBuffer {
   char* data() const { return static_cast<char*>(p); }
 };
 
-/// Pinned memory the host workers copy the next group's inputs and references into (HostPrefetcher's stage
-/// hook, HostGroup::staged), so that its upload is the copy engine's alone: 55 GB/s from pinned memory on an
-/// H200's host, against 19.4 through the measuring thread's staging halves (docs/scale.md). Two buffers, the
-/// group being uploaded's and the next one's. No driver call on a worker while the GPU times: a group that
-/// does not fit is uploaded through the halves, and the measuring thread grows the free buffers to it
-/// between groups (up to max_bytes each).
+/// Pinned memory the next group's inputs and references are copied into while the GPU runs the current one
+/// (HostPrefetcher's stage hook, HostGroup::staged), so that its upload is the copy engine's alone: 55 GB/s
+/// from pinned memory on an H200's host, against 19.4 through the measuring thread's staging halves
+/// (docs/scale.md). Two buffers, the group being uploaded's and the next one's, sized once for the largest
+/// group the run expects (presize): grown group by group, pinning and unpinning gigabytes each time, they
+/// cost a ten-op tune more than they saved. A group that does not fit goes through the halves.
 class PinnedStaging {
  public:
   static constexpr std::size_t max_bytes = std::size_t{8} << 30;
 
-  /// A worker: `g`'s read tensors and references into a free buffer, when one is large enough.
-  void stage(HostGroup& g) {
-    HostGroup::Staged st;
+  /// Where `tensors`' read bytes and (with `reference`) the float64 references of their outputs go in a
+  /// buffer, and how many bytes that takes.
+  static std::size_t layout(const std::vector<TensorInfo>& tensors, bool reference, HostGroup::Staged* st = nullptr) {
     std::size_t total = 0;
     auto place = [&](std::size_t bytes) {
       const std::size_t at = total;
       total += (bytes + 255) / 256 * 256;
       return at;
     };
-    for (std::size_t t = 0; t < g.tensors.size(); ++t)
-      st.input_at.push_back(g.tensors[t].access != Access::write && g.tensors[t].bytes() ? place(g.tensors[t].bytes()) : SIZE_MAX);
-    for (const std::vector<double>& r : g.reference) st.reference_at.push_back(place(r.size() * sizeof(double)));
-    if (total == 0 || g.inputs.size() != g.tensors.size()) return;
+    for (const TensorInfo& t : tensors) {
+      const std::size_t at = t.access != Access::write && t.bytes() ? place(t.bytes()) : SIZE_MAX;
+      if (st) st->input_at.push_back(at);
+    }
+    if (reference)
+      for (const TensorInfo& t : tensors)
+        if (t.is_output()) {
+          const std::size_t at = place(t.elements * sizeof(double));
+          if (st) st->reference_at.push_back(at);
+        }
+    return total;
+  }
+
+  /// The measuring thread, before the workers stage anything: both buffers at `bytes` (at most max_bytes;
+  /// halved until the host pins that much).
+  void presize(std::size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (bytes = std::min(bytes, max_bytes); bytes >= (std::size_t{64} << 20); bytes /= 2)
+      if (buffers_[0].reserve(bytes) == cudaSuccess && buffers_[1].reserve(bytes) == cudaSuccess) return;
+    buffers_[0].free();
+    buffers_[1].free();
+  }
+
+  /// `g`'s read tensors and references into a free buffer, when one is large enough.
+  void stage(HostGroup& g) {
+    HostGroup::Staged st;
+    const std::size_t total = layout(g.tensors, !g.reference.empty(), &st);
+    if (total == 0 || g.inputs.size() != g.tensors.size() || st.reference_at.size() != g.reference.size()) return;
     int k = -1;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (int i = 0; i < 2 && k < 0; ++i)
         if (!busy_[i] && buffers_[i].bytes >= total) k = i;
-      if (k < 0) {
-        if (total <= max_bytes) wanted_ = std::max(wanted_, total);
-        return;
-      }
+      if (k < 0) return;
       busy_[k] = true;
     }
     char* base = buffers_[k].data();
@@ -180,18 +201,9 @@ class PinnedStaging {
     g.staged = std::move(st);
   }
 
-  /// The measuring thread, between groups: the free buffers grown to the largest group a worker could not
-  /// fit. A failed allocation is not tried again at that size (the halves serve such groups).
-  void grow() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (wanted_ == 0) return;
-    for (int i = 0; i < 2; ++i)
-      if (!busy_[i] && buffers_[i].bytes < wanted_ && buffers_[i].reserve(wanted_) != cudaSuccess) wanted_ = 0;
-  }
-
  private:
-  /// On four threads above 16 MiB: a worker's copy of a group must be done before the GPU finishes the one
-  /// before it (one thread copies about 9 GB/s).
+  /// On four threads above 16 MiB: the copy of a group must be done before the GPU finishes the one before
+  /// it (one thread copies about 9 GB/s).
   static void copy_in(char* to, const void* from, std::size_t n) {
     const auto* src = static_cast<const char*>(from);
     if (n < (std::size_t{16} << 20)) {
@@ -210,7 +222,6 @@ class PinnedStaging {
   std::mutex mutex_;
   KeptBuffer buffers_[2]{KeptBuffer(true), KeptBuffer(true)};
   bool busy_[2] = {false, false};
-  std::size_t wanted_ = 0;
 };
 
 struct GpuMeasurer::State {

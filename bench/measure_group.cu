@@ -130,10 +130,7 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   s.group_staged = std::move(hg.staged);
   struct Unstage {
     State& s;
-    ~Unstage() {
-      s.group_staged = {};
-      s.pinned.grow();
-    }
+    ~Unstage() { s.group_staged = {}; }
   } unstage{s};
   s.bytes_moved = hg.bytes_moved;
   if (const Status st = s.batch_figure(s.bytes_moved, s.batch_for_us); !st.ok()) return describe(st);

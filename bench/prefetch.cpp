@@ -17,6 +17,7 @@ namespace ktune::bench {
 HostPrefetcher::HostPrefetcher(Work work, unsigned threads, std::size_t lookahead, std::size_t budget_bytes, Stage stage)
     : work_(std::move(work)), stage_(std::move(stage)), lookahead_(std::max<std::size_t>(lookahead, 1)), budget_(budget_bytes) {
   for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
+  if (stage_ && threads > 0) stager_ = std::thread([this] { stage_loop(); });
 }
 
 HostPrefetcher::~HostPrefetcher() {
@@ -28,6 +29,7 @@ HostPrefetcher::~HostPrefetcher() {
   }
   changed_.notify_all();
   for (std::thread& t : workers_) t.join();
+  if (stager_.joinable()) stager_.join();
 }
 
 HostGroup HostPrefetcher::compute(const HostRequest& r) {
@@ -54,9 +56,7 @@ void HostPrefetcher::work_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     std::shared_ptr<Slot> slot;
-    changed_.wait(lock, [&] {
-      return stop_ || !trash_.empty() || !to_stage_.empty() || (slot = next_to_start()) != nullptr;
-    });
+    changed_.wait(lock, [&] { return stop_ || !trash_.empty() || (slot = next_to_start()) != nullptr; });
     if (stop_) return;
     if (!trash_.empty()) {
       HostGroup g = std::move(trash_.front());
@@ -66,28 +66,34 @@ void HostPrefetcher::work_loop() {
       lock.lock();
       continue;
     }
-    if (!to_stage_.empty()) {  // first: the group the measuring thread takes next
-      slot = std::move(to_stage_.front());
-      to_stage_.pop_front();
-    } else {
-      slot->state = Slot::running;
-      ++running_;
-      lock.unlock();
-      HostGroup g = compute(slot->request);
-      lock.lock();
-      --running_;
-      stats_.worker_cpu_s += g.cpu_s;
-      slot->state = Slot::done;
-      if (!slot->abandoned) {
-        held_ += g.held_bytes();
-        slot->group = std::move(g);
+    slot->state = Slot::running;
+    ++running_;
+    lock.unlock();
+    HostGroup g = compute(slot->request);
+    lock.lock();
+    --running_;
+    stats_.worker_cpu_s += g.cpu_s;
+    slot->state = Slot::done;
+    if (!slot->abandoned) {
+      held_ += g.held_bytes();
+      slot->group = std::move(g);
+      if (slot->stage_wanted && slot->group.error.empty()) {  // wanted while it was being prepared
+        slot->staging = true;
+        to_stage_.push_back(slot);
       }
-      if (slot->abandoned || !slot->stage_wanted || !stage_ || !slot->group.error.empty()) {
-        changed_.notify_all();
-        continue;
-      }
-      slot->staging = true;  // wanted while it was being prepared: this worker stages it too
     }
+    changed_.notify_all();
+  }
+}
+
+void HostPrefetcher::stage_loop() {
+  // At the measuring thread's priority, not the workers': take() may be waiting for this copy.
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stop_ || !to_stage_.empty(); });
+    if (stop_) return;
+    std::shared_ptr<Slot> slot = std::move(to_stage_.front());
+    to_stage_.pop_front();
     lock.unlock();
     stage_(slot->group);  // take() waits while `staging`: nothing else touches the group
     lock.lock();
@@ -97,7 +103,7 @@ void HostPrefetcher::work_loop() {
 }
 
 void HostPrefetcher::stage_next() {
-  if (!stage_ || queue_.empty()) return;
+  if (!stager_.joinable() || queue_.empty()) return;
   const std::shared_ptr<Slot>& next = queue_.front();
   if (next->stage_wanted) return;
   next->stage_wanted = true;

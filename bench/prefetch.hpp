@@ -40,8 +40,9 @@ class HostPrefetcher {
   /// within the next `lookahead` expected ones, never more than `lookahead` at once (a group take()
   /// waits for counts until it is done), and while the prepared groups not yet taken hold less than
   /// `budget_bytes` of host memory.
-  /// With `stage`, each take() has a worker stage the next expected group once it is prepared (the one
-  /// take() returns next, while the GPU runs the group just taken); take() waits for a staging under way.
+  /// With `stage` (and workers), each take() has a thread of its own, at the caller's priority, stage the next
+  /// expected group once it is prepared (the one take() returns next, while the GPU runs the group just
+  /// taken); take() waits for a staging under way.
   HostPrefetcher(Work work, unsigned threads, std::size_t lookahead, std::size_t budget_bytes, Stage stage = nullptr);
   ~HostPrefetcher();  ///< stops the workers; groups in progress are finished and discarded
   HostPrefetcher(const HostPrefetcher&) = delete;
@@ -72,6 +73,7 @@ class HostPrefetcher {
   HostGroup compute(const HostRequest& r);
 
   void stage_next();  // under mutex_: asks for the next expected group's staging
+  void stage_loop();  // the stager thread: stages what to_stage_ holds
 
   Work work_;
   Stage stage_;
@@ -86,6 +88,7 @@ class HostPrefetcher {
   bool stop_ = false;
   Stats stats_;
   std::vector<std::thread> workers_;
+  std::thread stager_;  // with a stage hook and workers
 };
 
 /// Workers for a process that also times on the GPU: every core but two (the measuring thread and the

@@ -127,7 +127,7 @@ TEST(HostPrefetcher, EachTakeHasTheNextGroupStagedBeforeItIsTaken) {
     if (t > 1) EXPECT_EQ(*std::static_pointer_cast<int>(g.staged.hold), t);
   }
   EXPECT_EQ(p.stats().staged, 5u);
-  EXPECT_EQ(on_main, 0);  // staged on the workers
+  EXPECT_EQ(on_main, 0);  // staged off the measuring thread
   EXPECT_LE(staged, 6);   // and only the group taken next (the last take's next is none)
   // A group still being prepared when it was asked for is staged by its worker once done.
   CountingWork slow;
