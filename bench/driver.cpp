@@ -332,7 +332,7 @@ int run_bench(int argc, char** argv) {
     std::cerr << "ktune_bench: host preparation on " << measurer.prefetch_threads() << " threads: " << h.ahead
               << " groups prepared ahead (CPU " << number(h.worker_cpu_s) << " s), " << h.in_line << " in line, "
               << h.dropped << " not needed, " << h.staged << " staged in pinned memory; waited " << number(h.wait_s)
-              << " s for them";
+              << " s for them (" << number(h.stage_wait_s) << " s for their staging)";
     for (const auto& [waited, what] : h.longest_waits) std::cerr << (&what == &h.longest_waits.front().second ? " (longest: " : ", ") << what << " " << number(waited) << " s";
     std::cerr << (h.longest_waits.empty() ? "" : ")") << "\n";
     std::cerr << "ktune_bench: prepare spent " << number(measurer.upload_seconds()) << " s copying inputs and references to the GPU\n";
@@ -342,6 +342,7 @@ int run_bench(int argc, char** argv) {
     search_context.emplace_back("prep_in_line", std::to_string(h.in_line));
     search_context.emplace_back("prep_worker_cpu_s", number(h.worker_cpu_s));
     search_context.emplace_back("prep_wait_s", number(h.wait_s));
+    search_context.emplace_back("prep_stage_wait_s", number(h.stage_wait_s));
     if (trace) {
       (void)cudaDeviceSynchronize();
       std::string summary;

@@ -309,6 +309,7 @@ struct GpuMeasurer::State {
     const Variant* v = nullptr;
     std::size_t next = 0;               // the next rotation set
     int batch = 1;
+    bool launched = false;              // its first, uncounted replay is done
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     Prepared() = default;

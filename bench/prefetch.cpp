@@ -155,7 +155,10 @@ HostGroup HostPrefetcher::take(const HostRequest& r) {
   }
   ++stats_.ahead;
   const auto t0 = std::chrono::steady_clock::now();
-  changed_.wait(lock, [&] { return slot->state == Slot::done && !slot->staging; });
+  changed_.wait(lock, [&] { return slot->state == Slot::done; });
+  const auto t1 = std::chrono::steady_clock::now();
+  changed_.wait(lock, [&] { return !slot->staging; });
+  stats_.stage_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_.wait_s += waited;
   auto& top = stats_.longest_waits;

@@ -31,7 +31,8 @@ class HostPrefetcher {
     std::size_t dropped = 0;   ///< expected groups the run skipped (prepared or not)
     std::size_t staged = 0;    ///< groups taken with their bytes in pinned memory (the stage hook)
     double worker_cpu_s = 0;   ///< CPU time the workers spent preparing
-    double wait_s = 0;         ///< time take() waited for a worker
+    double wait_s = 0;         ///< time take() waited for a worker (its staging included)
+    double stage_wait_s = 0;   ///< of that, for the staging of a group already prepared
     /// The longest waits (at most five, longest first): which groups the host was behind on.
     std::vector<std::pair<double, std::string>> longest_waits;
   };

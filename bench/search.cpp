@@ -41,7 +41,9 @@ TimingSettings quick_timing() {
 TimingSettings screen_timing(bool quick) {
   if (quick) return quick_timing();
   TimingSettings t;
-  t.warmup = 1;           // the one-launch probes that size the graph replay warm up too
+  // No warm-up launch: the gate ran the call twice just before, and the probes that size the graph replay
+  // (the fastest of three single calls) warm it up too.
+  t.warmup = 0;
   // Three samples first (a screen stopped past its limit was above it three times), then one at a time until
   // the median settles: at three when the next sample could not move it by 1% (median_settled). A screen
   // only has to rank a variant within the finalists' 10% reach, which the rounds then time.
