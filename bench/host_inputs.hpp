@@ -30,6 +30,9 @@ struct HostRequest {
   std::uint64_t seed = 0;
   bool reference = true;  ///< the gate needs it; rounds of timing only do not
   bool wide = false;      ///< --value-range wide (implies the reference: it bounds the widening)
+  /// What preparing it costs, roughly (bytes of its inputs and float64 references): workers start the
+  /// costliest within their look-ahead first. Not part of what the group is.
+  double cost = 0;
 
   bool operator==(const HostRequest& o) const {
     return op == o.op && dtype == o.dtype && shape.key() == o.shape.key() && seed == o.seed &&

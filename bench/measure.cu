@@ -92,9 +92,11 @@ void GpuMeasurer::expect(const std::vector<Upcoming>& order) {
     // A reference that runs S on the GPU is computed when its group begins, on this thread.
     const Harness* h = HarnessRegistry::global().find(u.op);
     if (r.reference && h && h->reference_uses_gpu()) continue;
-    if (h) {  // the largest group sizes the pinned buffers its bytes are staged in
+    if (h) {  // its cost orders the workers; the largest group sizes the pinned buffers bytes are staged in
       try {
-        largest = std::max(largest, PinnedStaging::layout(h->tensors(r.shape, r.dtype), r.reference));
+        const std::size_t bytes = PinnedStaging::layout(h->tensors(r.shape, r.dtype), r.reference);
+        r.cost = static_cast<double>(bytes);
+        largest = std::max(largest, bytes);
       } catch (const std::exception&) {  // the group fails when it begins, with the harness's message
       }
     }

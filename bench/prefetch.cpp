@@ -44,10 +44,17 @@ HostGroup HostPrefetcher::compute(const HostRequest& r) {
 
 std::shared_ptr<HostPrefetcher::Slot> HostPrefetcher::next_to_start() {
   if (stop_ || held_ >= budget_ || running_ >= lookahead_) return nullptr;
+  // The group taken next first; then the costliest within the look-ahead. In order, a worker began the
+  // largest groups (the float64 reference of 235M elements is seconds on one thread) only when their turn
+  // came near, and the GPU waited for them: seconds of idle, and rounds timed as the GPU's clocks came back
+  // from it (round medians of 340 us calls 4-10% apart, on an H200).
+  if (queue_.empty()) return nullptr;
+  if (queue_.front()->state == Slot::queued) return queue_.front();
+  std::shared_ptr<Slot> best;
   const std::size_t n = std::min(queue_.size(), lookahead_);
-  for (std::size_t i = 0; i < n; ++i)
-    if (queue_[i]->state == Slot::queued) return queue_[i];
-  return nullptr;
+  for (std::size_t i = 1; i < n; ++i)
+    if (queue_[i]->state == Slot::queued && (!best || queue_[i]->request.cost > best->request.cost)) best = queue_[i];
+  return best;
 }
 
 void HostPrefetcher::work_loop() {

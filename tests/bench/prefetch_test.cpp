@@ -143,6 +143,46 @@ TEST(HostPrefetcher, EachTakeHasTheNextGroupStagedBeforeItIsTaken) {
   release.join();
 }
 
+// One worker: the group taken next first, then the costliest within the look-ahead.
+TEST(HostPrefetcher, TheCostliestGroupsWithinTheLookAheadStartFirst) {
+  std::mutex m;
+  std::vector<int> started;
+  std::condition_variable cv;
+  bool open = false;
+  auto work = [&](const HostRequest& r) {
+    std::unique_lock<std::mutex> lock(m);
+    started.push_back(r.shape.at("tokens"));
+    cv.wait(lock, [&] { return open; });
+    HostGroup g;
+    g.bytes_moved = static_cast<double>(r.shape.at("tokens"));
+    return g;
+  };
+  HostPrefetcher p(work, 1, 8, 1 << 20);
+  std::vector<HostRequest> order;
+  for (int t : {1, 2, 10, 3, 5, 4}) {
+    order.push_back(request(t));
+    order.back().cost = t;
+  }
+  p.expect(order);
+  {
+    std::unique_lock<std::mutex> lock(m);
+    open = true;
+  }
+  cv.notify_all();
+  for (int waited = 0; waited < 5000; ++waited) {  // every group prepared before any is taken
+    {
+      std::lock_guard<std::mutex> lock(m);
+      if (started.size() == 6) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  {
+    std::lock_guard<std::mutex> lock(m);
+    EXPECT_EQ(started, (std::vector<int>{1, 10, 5, 4, 3, 2}));  // the head, then by cost
+  }
+  for (int t : {1, 2, 10, 3, 5, 4}) EXPECT_EQ(p.take(request(t)).bytes_moved, t);
+}
+
 TEST(HostPrefetcher, SkippedGroupsAreDroppedAndUnexpectedOnesComputedWithoutDroppingAny) {
   CountingWork w;
   HostPrefetcher p([&](const HostRequest& r) { return w(r); }, 2, 8, 1 << 20);
