@@ -48,6 +48,8 @@
 #                     default: reports/<gpu>/, and for a later pass the previous pass's winners; none: off)
 #   KTUNE_BENCH_ARGS  extra ktune_bench flags for the run, e.g. "--ops silu_and_mul --quick"
 #   KTUNE_CACHE       result cache (default: $BUILD_DIR/ktune-bench-cache.jsonl, or in $KTUNE_STAGE)
+#   KTUNE_TRACE       FILE: where the GPU sat idle, by phase and part (CUPTI; bench/gpu_trace.hpp); every
+#                     ktune_bench of the run writes it, so trace one slice and one pass
 #   KTUNE_MAX_RESUMES times the sweep is restarted after a kernel broke the CUDA context (default: 20)
 #   KTUNE_PROFILE     1: `all` also profiles the winners (CUPTI; 72 profiles took 65 s on an H200)
 #   KTUNE_PROFILE_PLAN_ARGS  extra ktune profile-plan flags, e.g. "--ops silu_and_mul --dtypes bf16"
