@@ -1,11 +1,9 @@
 // bench/measure_group.cu: a shape group's device side: the seed of its inputs, the host side taken from
-// the workers (or computed here), the inputs uploaded through pinned staging, the rotation arena, the
+// the workers (or computed here), the inputs uploaded from pinned memory, the rotation arena, the
 // pristine copy and its digests, the reference on the device and the gate's guarded set; and their release.
 #include "measure_detail.cuh"
 
-#include <cstring>
 #include <exception>
-#include <thread>
 
 #include <ktune/fill.cuh>
 #include <ktune/random.hpp>
@@ -31,14 +29,7 @@ Status GpuMeasurer::State::upload(void* dst, const void* src, std::size_t bytes)
     const std::size_t n = std::min(staging_half, bytes - off);
     char* half = kept_staging.data() + (k % 2) * staging_half;
     KTUNE_CUDA_TRY(cudaEventSynchronize(staged[k % 2]));  // the copy engine is done with this half
-    const char* from = static_cast<const char*>(src) + off;
-    constexpr std::size_t parts = 4;
-    const std::size_t part = (n + parts - 1) / parts;
-    std::vector<std::thread> helpers;
-    for (std::size_t i = 1; i < parts && i * part < n; ++i)
-      helpers.emplace_back([=] { std::memcpy(half + i * part, from + i * part, std::min(part, n - i * part)); });
-    std::memcpy(half, from, std::min(part, n));
-    for (std::thread& t : helpers) t.join();
+    copy_on_threads(half, static_cast<const char*>(src) + off, n);
     KTUNE_CUDA_TRY(cudaMemcpyAsync(static_cast<char*>(dst) + off, half, n, cudaMemcpyHostToDevice, stream));
     KTUNE_CUDA_TRY(cudaEventRecord(staged[k % 2], stream));
   }

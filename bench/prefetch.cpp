@@ -46,8 +46,8 @@ std::shared_ptr<HostPrefetcher::Slot> HostPrefetcher::next_to_start() {
   if (stop_ || held_ >= budget_ || running_ >= lookahead_) return nullptr;
   // The group taken next first; then the costliest within the look-ahead. In order, a worker began the
   // largest groups (the float64 reference of 235M elements is seconds on one thread) only when their turn
-  // came near, and the GPU waited for them: seconds of idle, and rounds timed as the GPU's clocks came back
-  // from it (round medians of 340 us calls 4-10% apart, on an H200).
+  // came near, and the GPU waited seconds for them; the rounds of those shapes then spread 4-10% on an H200
+  // (0.2% with the costliest first: docs/scale.md).
   if (queue_.empty()) return nullptr;
   if (queue_.front()->state == Slot::queued) return queue_.front();
   std::shared_ptr<Slot> best;
