@@ -147,6 +147,10 @@ TEST(ToolReport, TheSearchSentenceStatesTheSettingsTheSearchRanWith) {
             std::string::npos);
   EXPECT_NE(md.find("up to 5 interleaved rounds of 7 samples (14 after a noisy screen)"), std::string::npos);
   EXPECT_NE(md.find("those variants were more than 1.2x the best"), std::string::npos);
+  EXPECT_EQ(md.find("The anchors were paired"), std::string::npos);  // a search before 2026-11-28
+  s.search->settings["anchor_guide_ratio"] = 1.5;
+  md = op_markdown(LoadedResults{"nvidia-h200/toyop.json", "0x0", s});
+  EXPECT_NE(md.find("the second of each pair was guided by the first, at 1.5x"), std::string::npos) << md;
 }
 
 TEST(ToolReport, TheCostSectionSaysWhereTheTunesTimeWent) {

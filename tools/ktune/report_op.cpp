@@ -150,7 +150,13 @@ std::string search_sentence(const Selection& s) {
          (x.guided_out > 0 ? fmt::format(" {} (variant, shape) pairs were not screened: the shape was guided by its anchor "
                                          "(the shape of the same token count at the middle width, screened in full), where "
                                          "those variants were more than {:g}x the best.",
-                                         x.guided_out, setting(x, "guide_ratio", 1.3))
+                                         x.guided_out, setting(x, "guide_ratio", 1.3)) +
+                                 (setting(x, "anchor_guide_ratio", 0) > 0
+                                      ? fmt::format(" The anchors were paired by token count (1 and 16, 128 and 512, ...): "
+                                                    "the second of each pair was guided by the first, at {:g}x, and the "
+                                                    "shapes it guided screened only what it screened.",
+                                                    setting(x, "anchor_guide_ratio", 0))
+                                      : std::string())
                            : std::string());
 }
 
