@@ -182,14 +182,15 @@ class PinnedStaging {
     return total;
   }
 
-  /// The measuring thread, before the workers stage anything: both buffers at `bytes` (at most max_bytes;
-  /// halved until the host pins that much).
+  /// The measuring thread, when the run says what it will begin: each buffer no group is in grown to `bytes`
+  /// (at most max_bytes; halved until the host pins that much, down to 64 MiB).
   void presize(std::size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (bytes = std::min(bytes, max_bytes); bytes >= (std::size_t{64} << 20); bytes /= 2)
-      if (buffers_[0].reserve(bytes) == cudaSuccess && buffers_[1].reserve(bytes) == cudaSuccess) return;
-    buffers_[0].free();
-    buffers_[1].free();
+    for (int i = 0; i < 2; ++i) {
+      if (busy_[i]) continue;  // being staged into or uploaded from: it keeps its size
+      for (std::size_t b = std::min(bytes, max_bytes); b >= (std::size_t{64} << 20); b /= 2)
+        if (buffers_[i].reserve(b) == cudaSuccess) break;
+    }
   }
 
   /// `g`'s read tensors and references into a free buffer, when one is large enough.
