@@ -117,7 +117,7 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   // would begin this group (expect), else here.
   HostGroup hg = s.prefetch->take(s.host_request(g.op, g.dtype, g.shape, with_reference));
   if (!hg.error.empty()) return hg.error;
-  // The pinned copy a worker made is handed back once the uploads below are done (or abandoned).
+  // The pinned copy the stager made is handed back once the uploads below are done (or abandoned).
   s.group_staged = std::move(hg.staged);
   struct Unstage {
     State& s;
