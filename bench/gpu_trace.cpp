@@ -1,18 +1,16 @@
 // bench/gpu_trace.cpp: KTUNE_TRACE (gpu_trace.hpp): CUPTI's activity records against the host's spans.
 #include "gpu_trace.hpp"
+#include "trace_analysis.hpp"
 
 #include <cupti.h>
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <mutex>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -54,43 +52,6 @@ constexpr std::array<CUpti_ActivityKind, 3> recorded = {CUPTI_ACTIVITY_KIND_CONC
                                                         CUPTI_ACTIVITY_KIND_MEMSET};
 constexpr std::size_t buffer_bytes = std::size_t{8} << 20;
 
-enum class Kind : std::uint8_t { kernel, copy, fill };
-
-/// One activity, compact: a tune records millions.
-struct Record {
-  std::uint64_t start, end, bytes;
-  const char* name;  // a kernel's (CUPTI shares one string per kernel for the process)
-  Kind kind;
-  std::uint8_t copy_kind;
-};
-
-struct Interval {
-  std::uint64_t begin, end;
-};
-
-/// Sorted, disjoint intervals covering the same time as `v`.
-std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
-  std::vector<Interval> out;
-  for (const Interval& i : v) {
-    if (i.end <= i.begin) continue;
-    if (!out.empty() && i.begin <= out.back().end) out.back().end = std::max(out.back().end, i.end);
-    else out.push_back(i);
-  }
-  return out;
-}
-
-/// Calls f(overlap_ns, a_index, b_index) for every overlap of two sorted disjoint interval lists.
-template <class F>
-void overlaps(const std::vector<Interval>& a, const std::vector<Interval>& b, F&& f) {
-  for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
-    const std::uint64_t lo = std::max(a[i].begin, b[j].begin), hi = std::min(a[i].end, b[j].end);
-    if (hi > lo) f(hi - lo, i, j);
-    if (a[i].end < b[j].end) ++i;
-    else ++j;
-  }
-}
-
 const char* copy_kind_name(std::uint8_t k) {
   switch (k) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "host_to_device";
@@ -107,9 +68,9 @@ struct GpuTrace::Impl {
   Cupti cupti;
   std::string path;
   std::mutex mutex;  // CUPTI hands buffers over on a thread of its own
-  std::vector<Record> records;
+  std::vector<trace::Activity> records;
   std::size_t dropped = 0;
-  std::vector<std::pair<const char*, Interval>> spans;
+  std::vector<trace::Span> spans;
   std::uint64_t started = 0;
 };
 
@@ -125,18 +86,18 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
   GpuTrace::Impl* t = active;
   if (t && buffer) {
-    std::vector<Record> got;
+    std::vector<trace::Activity> got;
     CUpti_Activity* rec = nullptr;
     while (t->cupti.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-        got.push_back({k->start, k->end, 0, k->name, Kind::kernel, 0});
+        got.push_back({k->start, k->end, 0, k->name ? k->name : "?", true});
       } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-        got.push_back({m->start, m->end, m->bytes, nullptr, Kind::copy, m->copyKind});
+        got.push_back({m->start, m->end, m->bytes, copy_kind_name(m->copyKind), false});
       } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
-        got.push_back({m->start, m->end, m->bytes, nullptr, Kind::fill, 0});
+        got.push_back({m->start, m->end, m->bytes, "fill", false});
       }
     }
     size_t lost = 0;
@@ -192,8 +153,9 @@ std::uint64_t GpuTrace::now() const {
 
 void GpuTrace::span(const char* label, std::uint64_t begin, std::uint64_t end) {
   std::lock_guard lock(impl_->mutex);
-  impl_->spans.push_back({label, {begin, end}});
+  impl_->spans.push_back({label, begin, end});
 }
+
 
 std::string GpuTrace::finish(std::string& summary) {
   Impl& t = *impl_;
@@ -202,96 +164,7 @@ std::string GpuTrace::finish(std::string& summary) {
   t.cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   active = nullptr;
   std::lock_guard lock(t.mutex);
-
-  std::vector<Interval> work;
-  work.reserve(t.records.size());
-  std::unordered_map<const char*, std::pair<std::size_t, std::uint64_t>> kernels;  // name -> (count, ns)
-  std::map<std::string, std::array<double, 3>> copies;                            // kind -> (count, bytes, ns)
-  for (const Record& r : t.records) {
-    work.push_back({r.start, r.end});
-    const std::uint64_t ns = r.end > r.start ? r.end - r.start : 0;
-    if (r.kind == Kind::kernel) {
-      auto& k = kernels[r.name];
-      ++k.first;
-      k.second += ns;
-    } else {
-      auto& c = copies[r.kind == Kind::fill ? "fill" : copy_kind_name(r.copy_kind)];
-      c[0] += 1;
-      c[1] += static_cast<double>(r.bytes);
-      c[2] += static_cast<double>(ns);
-    }
-  }
-  const std::vector<Interval> busy = merged(std::move(work));
-  std::vector<Interval> idle;  // the gaps between busy intervals, within the run
-  for (std::size_t i = 0; i < busy.size(); ++i) {
-    const std::uint64_t from = i == 0 ? t.started : busy[i - 1].end;
-    if (busy[i].begin > from) idle.push_back({from, busy[i].begin});
-  }
-  if (!busy.empty() && stopped > busy.back().end) idle.push_back({busy.back().end, stopped});
-  else if (busy.empty() && stopped > t.started) idle.push_back({t.started, stopped});
-
-  auto seconds = [](double ns) { return ns * 1e-9; };
-  // Idle time by the length of the gap it lies in: many short gaps are synchronisations and launches,
-  // long ones the host's own work while the GPU waits.
-  constexpr std::array<std::pair<double, const char*>, 5> buckets = {
-      {{10e3, "under_10us"}, {50e3, "10_50us"}, {200e3, "50_200us"}, {1e6, "200us_1ms"}, {1e300, "over_1ms"}}};
-  auto idle_by_gap = [&](const std::vector<Interval>& within) {
-    std::array<double, buckets.size()> ns{};
-    overlaps(within, idle, [&](std::uint64_t overlap, std::size_t, std::size_t g) {
-      const double len = static_cast<double>(idle[g].end - idle[g].begin);
-      std::size_t b = 0;
-      while (len >= buckets[b].first) ++b;
-      ns[b] += static_cast<double>(overlap);
-    });
-    nlohmann::json j = nlohmann::json::object();
-    for (std::size_t b = 0; b < buckets.size(); ++b) j[buckets[b].second] = seconds(ns[b]);
-    return j;
-  };
-  auto busy_in = [&](const std::vector<Interval>& within) {
-    double ns = 0;
-    overlaps(within, busy, [&](std::uint64_t overlap, std::size_t, std::size_t) { ns += static_cast<double>(overlap); });
-    return ns;
-  };
-  auto wall_of = [](const std::vector<Interval>& v) {
-    double ns = 0;
-    for (const Interval& i : v) ns += static_cast<double>(i.end - i.begin);
-    return ns;
-  };
-
-  std::map<std::string, std::vector<Interval>> by_label;
-  for (const auto& [label, span] : t.spans) by_label[label].push_back(span);
-  const std::vector<Interval> run{{t.started, stopped}};
-  const double run_busy = busy_in(run), run_wall = wall_of(run);
-  nlohmann::json out;
-  out["wall_s"] = seconds(run_wall);
-  out["busy_s"] = seconds(run_busy);
-  out["activities"] = t.records.size();
-  out["idle_by_gap_s"] = idle_by_gap(run);
-  std::string phases;
-  for (auto& [label, spans] : by_label) {
-    const std::vector<Interval> m = merged(std::move(spans));
-    const double wall = wall_of(m), b = busy_in(m);
-    out["labels"][label] = {{"wall_s", seconds(wall)}, {"busy_s", seconds(b)}, {"idle_by_gap_s", idle_by_gap(m)}};
-    if (label.find('.') == std::string::npos) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "; %s %.1f s, busy %.1f s", label.c_str(), seconds(wall), seconds(b));
-      phases += buf;
-    }
-  }
-  std::vector<std::pair<std::uint64_t, std::pair<const char*, std::size_t>>> top;
-  for (const auto& [name, k] : kernels) top.push_back({k.second, {name, k.first}});
-  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  out["kernels"] = nlohmann::json::array();
-  for (std::size_t i = 0; i < top.size() && i < 60; ++i)
-    out["kernels"].push_back({{"name", top[i].second.first ? top[i].second.first : "?"},
-                              {"count", top[i].second.second},
-                              {"total_s", seconds(static_cast<double>(top[i].first))}});
-  for (const auto& [kind, c] : copies) out["copies"][kind] = {{"count", c[0]}, {"bytes", c[1]}, {"total_s", seconds(c[2])}};
-
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "GPU busy %.1f s of %.1f s (%.0f%%)", seconds(run_busy), seconds(run_wall),
-                run_wall > 0 ? 100 * run_busy / run_wall : 0.0);
-  summary = buf + phases;
+  const nlohmann::json out = trace::analyse(t.records, t.spans, t.started, stopped, summary);
   const std::string tmp = t.path + ".tmp";
   {
     std::ofstream f(tmp);
