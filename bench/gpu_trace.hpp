@@ -1,8 +1,8 @@
 // bench/gpu_trace.hpp: where a run leaves the GPU idle (KTUNE_TRACE=FILE). CUPTI's activity records of every
 // kernel, copy and fill, set against the host's spans of each phase and part (PhaseScope, PartScope): per
 // label, its wall time and the GPU's busy time within it, the idle gaps by length, and the kernels and copies
-// that took the GPU's time (trace_analysis.hpp). A diagnosis for the next thing to make faster (docs/scale.md), not a measurement
-// to report: recording every activity costs the run some host time of its own.
+// that took the GPU's time (trace_analysis.hpp). A diagnosis for the next thing to make faster
+// (docs/scale.md), not a measurement to report: recording every activity costs the run host time of its own.
 //
 // libcupti is loaded when a trace is asked for (dlopen), so ktune_bench links and starts without it.
 #pragma once
