@@ -184,6 +184,14 @@ std::size_t guide_depth(const std::vector<ScreenGuide>& guides, std::size_t i) {
   return depth;
 }
 
+std::vector<std::size_t> screen_order(const std::vector<ScreenGuide>& guides) {
+  std::vector<std::size_t> order(guides.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return guide_depth(guides, a) < guide_depth(guides, b); });
+  return order;
+}
+
 bool guided_in(const std::string& id, const std::vector<BenchResult>& anchor, const std::vector<std::string>& always,
                double ratio, const std::vector<std::string>& left_out) {
   if (id == "original" || std::find(always.begin(), always.end(), id) != always.end()) return true;
@@ -322,13 +330,6 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
     std::vector<const Shape*> shapes;
     for (std::size_t gi = first; gi < end; ++gi) shapes.push_back(&groups[gi].shape);
     return screen_guides(shapes, s.anchor_guide_ratio > 0);
-  };
-  auto screen_order = [](const std::vector<ScreenGuide>& guide) {  // every shape after its guide
-    std::vector<std::size_t> order(guide.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return guide_depth(guide, a) < guide_depth(guide, b); });
-    return order;
   };
 
   // The order of begin_shape / begin_rounds below: per op and dtype, the screens of the shapes not in

@@ -150,8 +150,10 @@ struct ScreenGuide {
 /// (SearchSettings::anchor_guide_ratio). One width: every shape is its own anchor.
 std::vector<ScreenGuide> screen_guides(const std::vector<const Shape*>& unit, bool pair_anchors);
 
-/// How many links from shape `i` to a shape screened in full: the order the guided shapes are screened in.
+/// How many links from shape `i` to a shape screened in full.
 std::size_t guide_depth(const std::vector<ScreenGuide>& guides, std::size_t i);
+/// The order a unit's shapes are screened in: every shape after its guide (by depth, then plan order).
+std::vector<std::size_t> screen_order(const std::vector<ScreenGuide>& guides);
 
 /// What a guided group screens besides `always`: the variants whose anchor screen competes within
 /// `ratio` of the anchor's best (a noisy one with its fastest sample), and those without a passing

@@ -111,13 +111,9 @@ GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t gene
 
     // Each shape after its guide, as the search screens them: a guided anchor keeps part of its screens, and
     // the shapes it guides see only those.
-    std::vector<std::size_t> order(unit_shapes.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return bench::guide_depth(guide, a) < bench::guide_depth(guide, b); });
     std::vector<std::vector<BenchResult>> kept(unit_shapes.size());
     std::vector<std::vector<std::string>> left_out(unit_shapes.size());
-    for (std::size_t i : order) {
+    for (std::size_t i : bench::screen_order(guide)) {
       const ShapeRows& s = unit_shapes[i];
       out.total += s.screens.size();
       const std::size_t by = guide[i].by;
