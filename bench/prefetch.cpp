@@ -42,18 +42,43 @@ HostGroup HostPrefetcher::compute(const HostRequest& r) {
   }
 }
 
+HostGroup HostPrefetcher::compute_in_line(const HostRequest& r) {
+  const auto t0 = std::chrono::steady_clock::now();
+  HostGroup g = compute(r);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::lock_guard<std::mutex> lock(mutex_);
+  record_wait(took, r.describe() + " (in line)");
+  return g;
+}
+
+void HostPrefetcher::record_wait(double seconds, std::string what) {
+  stats_.wait_s += seconds;
+  auto& top = stats_.longest_waits;
+  top.emplace_back(seconds, std::move(what));
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (top.size() > 5) top.pop_back();
+}
+
 std::shared_ptr<HostPrefetcher::Slot> HostPrefetcher::next_to_start() {
-  if (stop_ || held_ >= budget_ || running_ >= lookahead_) return nullptr;
-  // The group taken next first; then the costliest within the look-ahead. In order, a worker began the
-  // largest groups (the float64 reference of 235M elements is seconds on one thread) only when their turn
-  // came near, and the GPU waited seconds for them; the rounds of those shapes then spread 4-10% on an H200
-  // (0.2% with the costliest first: docs/scale.md).
-  if (queue_.empty()) return nullptr;
-  if (queue_.front()->state == Slot::queued) return queue_.front();
-  std::shared_ptr<Slot> best;
+  if (stop_ || running_ >= lookahead_) return nullptr;
   const std::size_t n = std::min(queue_.size(), lookahead_);
-  for (std::size_t i = 1; i < n; ++i)
-    if (queue_[i]->state == Slot::queued && (!best || queue_[i]->request.cost > best->request.cost)) best = queue_[i];
+  std::size_t first = 0;  // the first group no worker has begun
+  while (first < n && queue_[first]->state != Slot::queued) ++first;
+  if (first == n) return nullptr;
+  // The group taken next, even over the budget: take() would compute it in line, holding the same memory.
+  if (first == 0) return queue_.front();
+  if (held_ >= budget_) return nullptr;
+  // Then the costliest within the look-ahead. In order, a worker began the largest groups (the float64
+  // reference of 235M elements is seconds on one thread) only when their turn came near, and the GPU waited
+  // seconds for them; the rounds of those shapes then spread 4-10% on an H200 (0.2% with the costliest
+  // first: docs/scale.md). But not on every worker: a quarter take the groups in order. With all of them on
+  // far groups, the groups in between found none free when their turn came and were computed in line, on the
+  // measuring thread (27 of 984 groups in an H200's ten-op tune of 2026-11-28).
+  if (out_of_order_ >= workers_.size() - workers_.size() / 4) return queue_[first];
+  std::shared_ptr<Slot> best = queue_[first];
+  for (std::size_t i = first + 1; i < n; ++i)
+    if (queue_[i]->state == Slot::queued && queue_[i]->request.cost > best->request.cost) best = queue_[i];
+  best->out_of_order = best != queue_[first];
   return best;
 }
 
@@ -75,10 +100,12 @@ void HostPrefetcher::work_loop() {
     }
     slot->state = Slot::running;
     ++running_;
+    out_of_order_ += slot->out_of_order;
     lock.unlock();
     HostGroup g = compute(slot->request);
     lock.lock();
     --running_;
+    out_of_order_ -= slot->out_of_order;
     stats_.worker_cpu_s += g.cpu_s;
     slot->state = Slot::done;
     if (!slot->abandoned) {
@@ -143,7 +170,7 @@ HostGroup HostPrefetcher::take(const HostRequest& r) {
   if (at == queue_.end()) {
     ++stats_.in_line;
     lock.unlock();
-    return compute(r);
+    return compute_in_line(r);
   }
   for (auto it = queue_.begin(); it != at; ++it) {  // skipped by the run
     (*it)->abandoned = true;
@@ -158,7 +185,7 @@ HostGroup HostPrefetcher::take(const HostRequest& r) {
     slot->abandoned = true;
     ++stats_.in_line;
     lock.unlock();
-    return compute(r);
+    return compute_in_line(r);
   }
   ++stats_.ahead;
   const auto t0 = std::chrono::steady_clock::now();
@@ -166,12 +193,7 @@ HostGroup HostPrefetcher::take(const HostRequest& r) {
   const auto t1 = std::chrono::steady_clock::now();
   changed_.wait(lock, [&] { return !slot->staging; });
   stats_.stage_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  stats_.wait_s += waited;
-  auto& top = stats_.longest_waits;
-  top.emplace_back(waited, r.describe());
-  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  if (top.size() > 5) top.pop_back();
+  record_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), r.describe());
   held_ -= slot->group.held_bytes();
   slot->abandoned = true;  // taken: a later expect() must not count it again
   stats_.staged += slot->group.staged.base != nullptr;

@@ -31,16 +31,18 @@ class HostPrefetcher {
     std::size_t dropped = 0;   ///< expected groups the run skipped (prepared or not)
     std::size_t staged = 0;    ///< groups taken with their bytes in pinned memory (the stage hook)
     double worker_cpu_s = 0;   ///< CPU time the workers spent preparing
-    double wait_s = 0;         ///< time take() waited for a worker (its staging included)
+    double wait_s = 0;         ///< time take() waited for a worker (its staging included) or computed in line
     double stage_wait_s = 0;   ///< of that, for the staging of a group already prepared
-    /// The longest waits (at most five, longest first): which groups the host was behind on.
+    /// The longest waits (at most five, longest first): which groups the host was behind on ("(in line)":
+    /// computed by take() itself).
     std::vector<std::pair<double, std::string>> longest_waits;
   };
 
-  /// `threads` workers (0: take() computes everything itself, in line). Workers start a group only
-  /// within the next `lookahead` expected ones, never more than `lookahead` at once (a group take()
-  /// waits for counts until it is done), and while the prepared groups not yet taken hold less than
-  /// `budget_bytes` of host memory.
+  /// `threads` workers (0: take() computes everything itself, in line). Workers start the group taken next
+  /// first, then the costliest within the next `lookahead` expected ones (on at most three quarters of the
+  /// workers; the others take the groups in order), never more than `lookahead` at once (a group take()
+  /// waits for counts until it is done), and, but for the group taken next, while the prepared groups not
+  /// yet taken hold less than `budget_bytes` of host memory.
   /// With `stage` (and workers), each take() has a thread of its own, at the caller's priority, stage the next
   /// expected group once it is prepared (the one take() returns next, while the GPU runs the group just
   /// taken); take() waits for a staging under way.
@@ -67,11 +69,14 @@ class HostPrefetcher {
     enum State { queued, running, done } state = queued;
     bool abandoned = false;  // dropped or taken away while running
     bool stage_wanted = false, staging = false;  // the next to be taken: staged once done
+    bool out_of_order = false;  // started before a group ahead of it (the costliest first)
     HostGroup group;
   };
   void work_loop();
   std::shared_ptr<Slot> next_to_start();  // under mutex_
   HostGroup compute(const HostRequest& r);
+  HostGroup compute_in_line(const HostRequest& r);   // take()'s own, counted as waited
+  void record_wait(double seconds, std::string what);  // under mutex_
 
   void stage_next();  // under mutex_: asks for the next expected group's staging
   void stage_loop();  // the stager thread: stages what to_stage_ holds
@@ -86,6 +91,7 @@ class HostPrefetcher {
   std::deque<std::shared_ptr<Slot>> to_stage_;  // prepared, staging asked for, no worker on it yet
   std::size_t held_ = 0;                     // bytes of prepared groups not yet taken
   std::size_t running_ = 0;                  // groups the workers are preparing now
+  std::size_t out_of_order_ = 0;             // of those, started before a group ahead of them
   bool stop_ = false;
   Stats stats_;
   std::vector<std::thread> workers_;

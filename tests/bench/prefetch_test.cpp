@@ -3,6 +3,7 @@
 // the memory budget allow, skipped ones dropped, unexpected ones computed in line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -181,6 +182,70 @@ TEST(HostPrefetcher, TheCostliestGroupsWithinTheLookAheadStartFirst) {
     EXPECT_EQ(started, (std::vector<int>{1, 10, 5, 4, 3, 2}));  // the head, then by cost
   }
   for (int t : {1, 2, 10, 3, 5, 4}) EXPECT_EQ(p.take(request(t)).bytes_moved, t);
+}
+
+// Four workers: three may start far groups by cost, the fourth keeps to the order. With every worker on a far
+// group, the groups in between found none free when their turn came and were computed in line.
+TEST(HostPrefetcher, AQuarterOfTheWorkersKeepToTheOrder) {
+  std::mutex m;
+  std::vector<int> started;
+  std::condition_variable cv;
+  bool open = false;
+  auto work = [&](const HostRequest& r) {
+    const int t = r.shape.at("tokens");
+    std::unique_lock<std::mutex> lock(m);
+    started.push_back(t);
+    cv.notify_all();
+    if (t >= 50) cv.wait(lock, [&] { return open; });  // the far, costly groups hold their worker
+    return HostGroup{};
+  };
+  HostPrefetcher p(work, 4, 16, 1 << 20);
+  std::vector<HostRequest> order;
+  for (int t : {1, 2, 3, 4, 50, 60, 70, 80}) {
+    order.push_back(request(t));
+    order.back().cost = t;
+  }
+  p.expect(order);
+  bool all_started = false;
+  {
+    std::unique_lock<std::mutex> lock(m);
+    all_started = cv.wait_for(lock, std::chrono::seconds(5), [&] { return started.size() == 8; });
+    open = true;  // before any assertion: the workers must finish for the prefetcher to stop
+  }
+  cv.notify_all();
+  ASSERT_TRUE(all_started) << "every worker on a far group: 2, 3 and 4 never started";
+  // 80, 70 and 60 held three workers; the fourth took 2, 3 and 4 in order before 50.
+  auto at = [&](int t) { return std::find(started.begin(), started.end(), t) - started.begin(); };
+  EXPECT_LT(at(4), at(50));
+  for (int t : {1, 2, 3, 4, 50, 60, 70, 80}) EXPECT_TRUE(p.take(request(t)).error.empty());
+  EXPECT_EQ(p.stats().in_line, 0u);
+}
+
+// Over the budget no group starts but the one taken next: take() would compute it in line, holding as much.
+// A group computed in line counts as waited for, named as such.
+TEST(HostPrefetcher, TheGroupTakenNextStartsOverTheBudgetAndInLineTimeCountsAsWaited) {
+  CountingWork w;
+  HostPrefetcher p([&](const HostRequest& r) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return w(r);
+  }, 1, 16, 100);
+  std::vector<HostRequest> order{request(1), request(2), request(200)};
+  order[2].cost = 100;  // started before 2: the costliest
+  p.expect(order);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(w.calls, 2);  // 1, then 200, which holds the budget: 2 waits
+  EXPECT_EQ(p.take(request(1)).bytes_moved, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the GPU timing 1
+  EXPECT_EQ(p.take(request(2)).bytes_moved, 2);  // the head now: started though 200 holds the budget
+  EXPECT_EQ(p.take(request(200)).bytes_moved, 200);
+  EXPECT_EQ(p.stats().in_line, 0u);
+  EXPECT_EQ(p.take(request(99)).bytes_moved, 99);  // not expected: in line
+  const HostPrefetcher::Stats s = p.stats();
+  EXPECT_EQ(s.in_line, 1u);
+  EXPECT_GE(s.wait_s, 0.015);
+  bool named = false;
+  for (const auto& [seconds, what] : s.longest_waits) named = named || what.find("(in line)") != std::string::npos;
+  EXPECT_TRUE(named);
 }
 
 TEST(HostPrefetcher, SkippedGroupsAreDroppedAndUnexpectedOnesComputedWithoutDroppingAny) {
