@@ -311,18 +311,11 @@ struct GpuMeasurer::State {
     std::size_t next = 0;               // the next rotation set
     int batch = 1;
     bool launched = false;              // its first, uncounted replay is done
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    Prepared() = default;
-    Prepared(const Prepared&) = delete;
-    Prepared& operator=(const Prepared&) = delete;
-    ~Prepared() {
-      if (exec) cudaGraphExecDestroy(exec);
-      if (graph) cudaGraphDestroy(graph);
-    }
+    ktune::detail::GraphGuard graph;    // exec set: replayed (batch launches), else launch by launch
   };
   std::map<std::string, std::unique_ptr<Prepared>> prepared;
   cudaEvent_t ev_start = nullptr, ev_stop = nullptr;
+  ktune::detail::SampleEvents sample_events;  // a round's replays, back to back
 
   PhaseTimes phases;
   std::vector<std::string> warnings;

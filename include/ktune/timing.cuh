@@ -6,7 +6,8 @@
 //   more than twice the L2 (rotations_for_cold_l2), and each launch uses the next set.
 // - Graph replay: a CUDA graph of `batch` launches (about `graph_sample_us` of work, at least 2) whose
 //   first and last nodes record the two events, so a sample is the GPU's time from the first launch to
-//   the end of the last, divided by `batch`: no host launch latency, whatever the kernel's length. Every
+//   the end of the last, divided by `batch`: no host launch latency, whatever the kernel's length. A round's
+//   replays go back to back, each between events of its own, synchronised once (replay_samples). Every
 //   kernel is timed this way (a call that cannot be captured launch by launch, its latency included):
 //   with plain launches above a threshold, two variants of one shape on either side of it differed by the
 //   launch latency, and which of them won depended on which side its probe fell (seen on an H100: 16 us
@@ -102,10 +103,38 @@ struct EventPair {
 struct GraphGuard {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
+  cudaGraphNode_t start_node = nullptr, stop_node = nullptr;  ///< a timed batch's event nodes (capture_timed_batch)
+  GraphGuard() = default;
+  GraphGuard(const GraphGuard&) = delete;
+  GraphGuard& operator=(const GraphGuard&) = delete;
   ~GraphGuard() {
     if (exec) cudaGraphExecDestroy(exec);
     if (graph) cudaGraphDestroy(graph);
   }
+};
+
+/// One pair of events per sample of a round, created as needed and kept for the next rounds.
+class SampleEvents {
+ public:
+  SampleEvents() = default;
+  SampleEvents(const SampleEvents&) = delete;
+  SampleEvents& operator=(const SampleEvents&) = delete;
+  ~SampleEvents() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  Status reserve(std::size_t pairs) {
+    while (events_.size() < 2 * pairs) {
+      cudaEvent_t e = nullptr;
+      KTUNE_CUDA_TRY(cudaEventCreate(&e));
+      events_.push_back(e);
+    }
+    return Status::success();
+  }
+  cudaEvent_t start(std::size_t i) const { return events_[2 * i]; }
+  cudaEvent_t stop(std::size_t i) const { return events_[2 * i + 1]; }
+
+ private:
+  std::vector<cudaEvent_t> events_;
 };
 
 // Templates so that every translation unit including this header may emit them (a plain __global__
@@ -190,6 +219,53 @@ Status fastest_single_call(cudaStream_t stream, cudaEvent_t start, cudaEvent_t s
   return Status::success();
 }
 
+/// The event nodes a captured timed batch begins (its one root) and ends with (its last node, in practice
+/// the last of cudaGraphGetNodes's list, which is searched from the end).
+inline bool find_event_nodes(cudaGraph_t graph, cudaEvent_t start, cudaEvent_t stop, cudaGraphNode_t& start_node,
+                             cudaGraphNode_t& stop_node) {
+  auto records = [](cudaGraphNode_t node, cudaEvent_t event) {
+    cudaGraphNodeType type{};
+    cudaEvent_t e = nullptr;
+    return cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeEventRecord &&
+           cudaGraphEventRecordNodeGetEvent(node, &e) == cudaSuccess && e == event;
+  };
+  std::size_t n = 1;
+  if (cudaGraphGetRootNodes(graph, &start_node, &n) != cudaSuccess || n != 1 || !records(start_node, start)) return false;
+  if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) return false;
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return false;
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it)
+    if (records(*it, stop)) {
+      stop_node = *it;
+      return true;
+    }
+  return false;
+}
+
+/// `n` replays of a timed batch back to back, each between a pair of events of its own (the graph's event
+/// nodes are pointed at the pair before its launch: a change affects only later launches), `before()` ahead
+/// of each (outside the timed region: an L2 flush), then one synchronisation: the GPU waits for no host round
+/// trip between samples (20-50 us each, 4-6 s of a ten-op tune's rounds on an H200 when each sample was
+/// synchronised alone). Appends each sample's time per launch to `us`.
+template <class Before>
+Status replay_samples(cudaStream_t stream, const GraphGuard& g, int batch, int n, SampleEvents& ev, Before&& before,
+                      std::vector<double>& us) {
+  KTUNE_TRY(ev.reserve(static_cast<std::size_t>(n)));
+  for (int i = 0; i < n; ++i) {
+    KTUNE_TRY(before());
+    KTUNE_CUDA_TRY(cudaGraphExecEventRecordNodeSetEvent(g.exec, g.start_node, ev.start(static_cast<std::size_t>(i))));
+    KTUNE_CUDA_TRY(cudaGraphExecEventRecordNodeSetEvent(g.exec, g.stop_node, ev.stop(static_cast<std::size_t>(i))));
+    KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));
+  }
+  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+  for (int i = 0; i < n; ++i) {
+    float ms = 0;
+    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev.start(static_cast<std::size_t>(i)), ev.stop(static_cast<std::size_t>(i))));
+    us.push_back(ms * 1e3 / batch);
+  }
+  return Status::success();
+}
+
 /// Captures `start`, `batch` calls of enqueue() and `stop` on `stream` into g, instantiates and uploads
 /// it: a replay's elapsed time between the two events is the GPU's time for the batch alone. False, with
 /// the stream out of capture, no error left set and no g.exec, when the calls cannot be captured.
@@ -204,8 +280,8 @@ bool capture_timed_batch(cudaStream_t stream, int batch, cudaEvent_t start, cuda
   for (int i = 0; i < batch && ok; ++i) ok = enqueue().ok();
   ok = ok && cudaEventRecordWithFlags(stop, stream, cudaEventRecordExternal) == cudaSuccess;
   const cudaError_t end = cudaStreamEndCapture(stream, &g.graph);  // always: the stream leaves capture
-  ok = ok && end == cudaSuccess && cudaGraphInstantiate(&g.exec, g.graph, 0) == cudaSuccess &&
-       cudaGraphUpload(g.exec, stream) == cudaSuccess;
+  ok = ok && end == cudaSuccess && find_event_nodes(g.graph, start, stop, g.start_node, g.stop_node) &&
+       cudaGraphInstantiate(&g.exec, g.graph, 0) == cudaSuccess && cudaGraphUpload(g.exec, stream) == cudaSuccess;
   if (!ok && g.exec) {  // instantiated but not uploaded: no half-made graph for the caller to launch
     cudaGraphExecDestroy(g.exec);
     g.exec = nullptr;
@@ -261,33 +337,35 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
   out.batch = batch;
   const bool flush = out.graph && replay_needs_flush(batch, rotations);
 
-  auto sample = [&](double& us) -> Status {
+  double spent_us = 0, last_median = -1;
+  detail::SampleEvents pairs;
+  // A round of n samples: under graph replay back to back (detail::replay_samples); else each launch alone,
+  // synchronised, so that its launch latency is in its sample as in every other.
+  auto take = [&](int n) -> Status {
+    const std::size_t had = out.samples_us.size();
     if (out.graph) {
-      if (flush) KTUNE_TRY(flush_l2(stream));
-      KTUNE_CUDA_TRY(cudaGraphLaunch(g.exec, stream));  // records ev.start and ev.stop itself
+      KTUNE_TRY(detail::replay_samples(
+          stream, g, batch, n, pairs, [&] { return flush ? flush_l2(stream) : Status::success(); }, out.samples_us));
     } else {
-      KTUNE_CUDA_TRY(cudaEventRecord(ev.start, stream));
-      KTUNE_TRY(enqueue());
-      KTUNE_CUDA_TRY(cudaEventRecord(ev.stop, stream));
+      for (int i = 0; i < n; ++i) {
+        KTUNE_CUDA_TRY(cudaEventRecord(ev.start, stream));
+        KTUNE_TRY(enqueue());
+        KTUNE_CUDA_TRY(cudaEventRecord(ev.stop, stream));
+        KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+        float ms = 0;
+        KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev.start, ev.stop));
+        out.samples_us.push_back(ms * 1e3);
+      }
     }
-    KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-    float ms = 0;
-    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-    us = ms * 1e3 / batch;
+    for (std::size_t i = had; i < out.samples_us.size(); ++i) spent_us += out.samples_us[i] * batch;
     return Status::success();
   };
 
-  double spent_us = 0, last_median = -1;
   // Samples come a round at a time, half the minimum; the first round has at least three, so that a call
   // stopped after it (below) was above the limit three times, not once.
   const int round = std::max(1, opt.min_samples / 2), first_round = std::max(3, round);
   while (static_cast<int>(out.samples_us.size()) < opt.max_samples) {
-    for (int i = 0, n = out.samples_us.empty() ? first_round : round; i < n; ++i) {
-      double us = 0;
-      KTUNE_TRY(sample(us));
-      out.samples_us.push_back(us);
-      spent_us += us * batch;
-    }
+    KTUNE_TRY(take(out.samples_us.empty() ? first_round : round));
     // Every replay of the first round above the limit: the call is slower, whatever its later samples.
     if (opt.abandon_above_us > 0 && out.graph && static_cast<int>(out.samples_us.size()) == first_round &&
         *std::min_element(out.samples_us.begin(), out.samples_us.end()) > opt.abandon_above_us) {

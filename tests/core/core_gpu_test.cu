@@ -337,6 +337,55 @@ TEST(TimingGpu, CallsGivenOneFigureReplayTheSameBatch) {
   EXPECT_GT(at8.median_us, at64.median_us) << "a replay's fixed cost weighs more on a smaller batch";
 }
 
+// Each launch spins step_ns times its replay's number (launches / batch, counted on the device): replay k of a
+// graph of `batch` launches takes about batch x (k + 1) x step_ns.
+__global__ void stepped_spin_kernel(unsigned* launches, unsigned batch, unsigned long long step_ns) {
+  unsigned long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const unsigned replay = atomicAdd(launches, 1u) / batch;
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < (replay + 1) * step_ns);
+}
+
+// A round's replays go back to back, each between events of its own (the graph's event nodes pointed at the
+// sample's pair before its launch): every sample times its own replay, not a neighbour's or the sum of several.
+TEST(TimingGpu, ReplaysBackToBackEachTimeTheirOwnReplay) {
+  KTUNE_REQUIRE_GPU();
+  ktune::test::DeviceBuffer<unsigned> launches(1);
+  ASSERT_NE(launches.ptr, nullptr);
+  KTUNE_ASSERT_CUDA(cudaMemset(launches.ptr, 0, sizeof(unsigned)));
+  ktune::test::Stream stream;
+  ASSERT_NE(stream.s, nullptr);
+  constexpr unsigned batch = 4;
+  constexpr unsigned long long step_ns = 20000;
+  ktune::detail::EventPair ev;
+  KTUNE_ASSERT_OK(ev.create());
+  ktune::detail::GraphGuard g;
+  ASSERT_TRUE(ktune::detail::capture_timed_batch(stream.s, batch, ev.start, ev.stop, [&] {
+    stepped_spin_kernel<<<1, 1, 0, stream.s>>>(launches.ptr, batch, step_ns);
+    KTUNE_CHECK_LAUNCH();
+    return ktune::Status::success();
+  }, g));
+  ASSERT_NE(g.start_node, nullptr);
+  ASSERT_NE(g.stop_node, nullptr);
+  ktune::detail::SampleEvents pairs;
+  std::vector<double> us;
+  int flushes = 0;
+  KTUNE_ASSERT_OK(ktune::detail::replay_samples(stream.s, g, batch, 3, pairs, [&] {
+    ++flushes;
+    return ktune::Status::success();
+  }, us));
+  KTUNE_ASSERT_OK(ktune::detail::replay_samples(stream.s, g, batch, 2, pairs, [] { return ktune::Status::success(); }, us));
+  ASSERT_EQ(us.size(), 5u);
+  EXPECT_EQ(flushes, 3);
+  for (std::size_t k = 0; k < us.size(); ++k) {
+    const double want = (k + 1) * step_ns * 1e-3;  // per launch
+    std::printf("[ timing ] replay %zu: %.1f us a launch (%.1f expected)\n", k, us[k], want);
+    EXPECT_NEAR(us[k], want, 0.1 * want + 5.0) << "replay " << k;
+  }
+}
+
 TEST(TimingGpu, RotationsLeaveL2Cold) {
   EXPECT_EQ(ktune::rotations_for_cold_l2(std::size_t{1} << 30, 50 << 20), 2u);
   EXPECT_EQ(ktune::rotations_for_cold_l2(10 << 20, 50 << 20), 12u);  // 10 sets + 2 > 100 MB
