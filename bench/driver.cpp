@@ -268,7 +268,7 @@ int run_bench(int argc, char** argv) {
       measurer.set_device_compare(true);
       measurer.set_search(screen_timing(opts.quick), timing);
       SearchSettings settings = search_settings(opts.quick);
-      if (opts.every_shape) settings.guide_ratio = 0;
+      if (opts.every_shape) settings.guide_ratio = settings.dtype_guide_ratio = 0;
       Progress progress(&std::cerr, work.to_measure() + groups.size(), isatty(2) != 0);
       SearchOutcome o = run_search(groups, cache, measurer, settings, &progress);
       progress.finish();
@@ -276,7 +276,7 @@ int run_bench(int argc, char** argv) {
       std::cerr << "ktune_bench: " << o.screened << " screens passed, " << o.remeasured
                 << " timed again because their spread was out of line (" << o.still_noisy
                 << " still out of line: kept as finalists), " << o.pruned << " stopped early (clearly slower), "
-                << o.guided_out << " not screened (guided: out of reach at their anchor); "
+                << o.guided_out << " not screened (guided: out of reach at their anchor, or at the shape in the other dtype of their size); "
                 << o.finalists << " finalists, " << o.rounds_run << " rounds, " << o.left_out << " left out of the later rounds\n";
       search_context = {{"search", "halving"},
                         {"screened", std::to_string(o.screened)},

@@ -188,7 +188,7 @@ Usage: ktune_bench [flags] [--benchmark_* flags]
 
   --incumbents DIR     results files (DIR/*.json) of an earlier tune on this GPU model: each shape's winner
                        there is a finalist here whenever it passes (tools/tune.sh passes reports/<gpu>)
-  --screen-every-shape every variant screened at every shape (no guided screens)
+  --screen-every-shape every variant screened at every shape and dtype (no guided screens)
   --exhaustive         the method before the halving search: every variant timed in full (context mode "sweep");
                        tools/tune.sh then re-tests the top K in a separate --retest run
 
@@ -196,7 +196,7 @@ Usage: ktune_bench [flags] [--benchmark_* flags]
   --dtypes fp16,bf16   dtypes to run (default: the spec's)
   --shapes REGEX       shapes whose key ("tokens=16,d=11008") matches
   --variants REGEX     variants whose id ("tpb_256.vb_16...", "original") matches
-  --slice K/N          only slice K (0-based) of N: the (op, dtype) units spread over N slices by expected
+  --slice K/N          only slice K (0-based) of N: the (op, element size) units spread over N slices by expected
                        cost, each whole (tools/tune.sh runs one slice per GPU and merges them; with
                        --list, the slice's benchmarks, no GPU needed)
   --quick              few samples (smoke runs; cached separately from full runs)

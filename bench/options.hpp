@@ -18,7 +18,7 @@ struct Options {
   bool quick = false;                    ///< --quick: few samples, for smoke runs
   bool exhaustive = false;               ///< --exhaustive: the full timing of every variant, no rounds (the
                                          ///< method before issue 9; tools/tune.sh then re-tests the top K)
-  bool every_shape = false;              ///< --screen-every-shape: no guided screens (SearchSettings::guide_ratio)
+  bool every_shape = false;              ///< --screen-every-shape: no guided screens (SearchSettings::guide_ratio, dtype_guide_ratio)
   bool warm_l2 = false;                  ///< --warm-l2: no buffer rotation
   bool list = false;                     ///< --list: print what would run; no GPU needed
   bool no_cache = false;                 ///< --no-cache: neither read nor write the result cache
@@ -31,7 +31,7 @@ struct Options {
   bool separate_allocations = false;     ///< --separate-allocations: the gate's tensors each in a cudaMalloc of
                                          ///< their own (for compute-sanitizer) instead of guarded regions
   bool wide_values = false;              ///< --value-range wide: inputs reaching the hundreds, exact zeros
-  int slice = 0, slices = 1;             ///< --slice K/N: only the (op, dtype) units of slice K of N (plan.hpp)
+  int slice = 0, slices = 1;             ///< --slice K/N: only the (op, element size) units of slice K of N (plan.hpp)
   std::string cache;                     ///< --cache FILE (empty: beside the executable)
   std::optional<std::uint64_t> seed;     ///< --seed N: the run's seed (default: fresh per run)
   std::string benchmark_out;             ///< --benchmark_out=FILE (also passed through)

@@ -59,29 +59,32 @@ double expected_cost_s(const ShapeGroup& g, const Spec& spec) {
 std::vector<ShapeGroup> slice_groups(const std::vector<ShapeGroup>& groups, const std::map<std::string, Spec>& specs,
                                      int k, int n) {
   if (n <= 1) return groups;
+  // A slice's unit is an op and element size: the dtypes of one size guide one another's screens
+  // (SearchSettings::dtype_guide_ratio), so a slice searches them as a one-GPU run does.
   struct Unit {
     std::string op;
-    DType dtype;
+    int size = 0;
     double cost = 0;
   };
+  auto same = [](const Unit& u, const ShapeGroup& g) { return u.op == g.op && u.size == size_of(g.dtype); };
   std::vector<Unit> units;
   for (const ShapeGroup& g : groups) {  // in plan order: equal costs keep it (stable sort below)
-    auto u = std::find_if(units.begin(), units.end(), [&](const Unit& x) { return x.op == g.op && x.dtype == g.dtype; });
-    if (u == units.end()) u = units.insert(units.end(), Unit{g.op, g.dtype, 0});
+    auto u = std::find_if(units.begin(), units.end(), [&](const Unit& x) { return same(x, g); });
+    if (u == units.end()) u = units.insert(units.end(), Unit{g.op, size_of(g.dtype), 0});
     const auto spec = specs.find(g.op);
     u->cost += spec == specs.end() ? 1.0 : expected_cost_s(g, spec->second);
   }
   std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.cost > b.cost; });
   std::vector<double> load(static_cast<std::size_t>(n), 0.0);
-  std::vector<std::pair<std::string, DType>> mine;
+  std::vector<Unit> mine;
   for (const Unit& u : units) {
     const auto least = std::min_element(load.begin(), load.end()) - load.begin();
     load[static_cast<std::size_t>(least)] += u.cost;
-    if (least == k) mine.emplace_back(u.op, u.dtype);
+    if (least == k) mine.push_back(u);
   }
   std::vector<ShapeGroup> out;
   for (const ShapeGroup& g : groups)
-    if (std::find(mine.begin(), mine.end(), std::make_pair(g.op, g.dtype)) != mine.end()) out.push_back(g);
+    if (std::any_of(mine.begin(), mine.end(), [&](const Unit& u) { return same(u, g); })) out.push_back(g);
   return out;
 }
 

@@ -30,8 +30,9 @@ std::vector<ShapeGroup> plan_sweep(const std::map<std::string, Spec>& specs, con
 /// of the group. Only its proportions matter: it balances slices.
 double expected_cost_s(const ShapeGroup& g, const Spec& spec);
 
-/// --slice K/N: the groups of slice `k` of `n`, in plan order. The unit is a whole (op, dtype) (its
-/// general configuration is chosen from the screens of all its shapes); units go longest first onto the
+/// --slice K/N: the groups of slice `k` of `n`, in plan order. The unit is an op's dtypes of one element size,
+/// whole (an (op, dtype)'s general configuration is chosen from the screens of all its shapes, and bf16's
+/// screens are guided by fp16's: SearchSettings::dtype_guide_ratio); units go longest first onto the
 /// slice with the least expected cost so far (ties: the lower slice, the earlier unit), so every slice
 /// computes the same split from the same plan.
 std::vector<ShapeGroup> slice_groups(const std::vector<ShapeGroup>& groups, const std::map<std::string, Spec>& specs,

@@ -234,7 +234,8 @@ std::vector<std::pair<std::string, std::string>> settings_context(const SearchSe
           {"search_prune_min_us", number(s.prune_min_us)},
           {"search_guide_ratio", number(s.guide_ratio)},
           {"search_general_keep", number(s.general_keep)},
-          {"search_anchor_guide_ratio", number(s.anchor_guide_ratio)}};
+          {"search_anchor_guide_ratio", number(s.anchor_guide_ratio)},
+          {"search_dtype_guide_ratio", number(s.dtype_guide_ratio)}};
 }
 
 std::string refined_key(const std::string& screen_key) { return screen_key + "/refined"; }
@@ -292,6 +293,16 @@ struct GroupState {
   std::vector<std::string> left_out;  ///< variants its guide found out of reach: not screened here
 };
 
+/// What a unit screened, kept to guide a later unit of the same op and element size (dtype_guide_ratio).
+struct ScreenedUnit {
+  struct Shape {
+    std::vector<BenchResult> screens;
+    std::vector<std::string> left_out;
+  };
+  std::map<std::string, Shape> shapes;  ///< by shape key
+  std::vector<std::string> general;     ///< its best geometric means: screened at every shape it guides
+};
+
 }  // namespace
 
 SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cache, SearchMeasurer& m,
@@ -345,12 +356,20 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
   }
   m.expect(order);
 
+  std::map<std::pair<std::string, int>, ScreenedUnit> by_size;  // the first unit of each (op, element size)
   for (std::size_t first = 0; first < groups.size() && !o.aborted;) {
     const std::size_t end = unit_end(first);
     std::vector<GroupState> states(end - first);
     const std::vector<ScreenGuide> guide = guides_of(first, end);
     std::vector<std::string> forced;  // the best geometric means of the shapes screened in full: screened everywhere
     bool anchors_done = false;
+    const auto size_key = std::make_pair(groups[first].op, size_of(groups[first].dtype));
+    const auto earlier = s.dtype_guide_ratio > 0 ? by_size.find(size_key) : by_size.end();
+    const ScreenedUnit* partner = earlier == by_size.end() ? nullptr : &earlier->second;
+    if (partner) {  // what the partner screened everywhere is screened everywhere here too
+      forced = partner->general;
+      anchors_done = true;
+    }
 
     // ---- screens, one group at a time: the shapes screened in full, then each guided one after its guide --
     for (std::size_t k : screen_order(guide)) {
@@ -367,12 +386,17 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
         anchors_done = true;
       }
       std::vector<bool> wanted(g.items.size(), true);
-      if (by != k) {
+      const ScreenedUnit::Shape* across = nullptr;  // the same shape in the partner's dtype
+      if (partner)
+        if (const auto it = partner->shapes.find(g.shape.key()); it != partner->shapes.end()) across = &it->second;
+      if (across || by != k) {
         std::vector<std::string> always = forced;
         always.push_back(g.incumbent);
-        const double ratio = guide[k].across_tokens ? s.anchor_guide_ratio : s.guide_ratio;
+        const double ratio = across ? s.dtype_guide_ratio : guide[k].across_tokens ? s.anchor_guide_ratio : s.guide_ratio;
+        const std::vector<BenchResult>& guide_screens = across ? across->screens : states[by].screens;
+        const std::vector<std::string>& guide_left_out = across ? across->left_out : states[by].left_out;
         for (std::size_t i = 0; i < g.items.size(); ++i)
-          if (!(wanted[i] = guided_in(g.items[i].id, states[by].screens, always, ratio, states[by].left_out))) {
+          if (!(wanted[i] = guided_in(g.items[i].id, guide_screens, always, ratio, guide_left_out))) {
             ++o.guided_out;
             st.left_out.push_back(g.items[i].id);
           }
@@ -499,6 +523,12 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
     std::vector<const std::vector<BenchResult>*> screens;
     for (const GroupState& st : states) screens.push_back(&st.screens);
     const std::string general = general_of(screens);
+    if (s.dtype_guide_ratio > 0 && !partner) {  // the first unit of its op and element size guides the later ones
+      ScreenedUnit& u = by_size[size_key];
+      for (std::size_t k = 0; k < states.size(); ++k)
+        u.shapes[groups[first + k].shape.key()] = {states[k].screens, states[k].left_out};
+      u.general = general_ranking(screens, static_cast<std::size_t>(std::max(0, s.general_keep)));
+    }
 
     // ---- the finalists of each group, in interleaved rounds -------------------------------------
     for (std::size_t gi = first; gi < end && !o.aborted; ++gi) {

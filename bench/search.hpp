@@ -95,6 +95,12 @@ struct SearchSettings {
   /// anchor's winner screened within 1.19x at the anchor before it, and at 1.5 no shape's winner fell outside
   /// (at 1.4, four did on the H200, 2% slower each). 0: every anchor in full.
   double anchor_guide_ratio = 1.5;
+  /// Dtypes of one size guided by one another: a unit (op, dtype) whose op was screened earlier in the search
+  /// in another dtype of the same element size (bf16 after fp16) screens, at each shape that unit has, only
+  /// what it found there within this (and S, the incumbent, that unit's general_keep best geometric means).
+  /// Same bytes moved, the same code but for conversions: in two ten-op H200 searches of 2026-11-28, every
+  /// bf16 shape's winner and fastest screened within 1.07x of the best at fp16 (docs/scale.md). 0: off.
+  double dtype_guide_ratio = 1.2;
 };
 
 /// The limit a screen is given (SearchSettings::prune_ratio): none when above_us is 0.

@@ -12,7 +12,7 @@
 #            run-to-run section; KTUNE_EXHAUSTIVE_ARGS="--dtypes bf16" also runs the exhaustive method on
 #            that slice into raw/exhaustive/ (same binaries, same call) to compare the two. Wall time
 #            of each step in raw/steps.tsv.
-#   slice K N  slice K (0-based) of N of the search (ktune_bench --slice K/N: whole (op, dtype) units
+#   slice K N  slice K (0-based) of N of the search (ktune_bench --slice K/N: whole (op, element size) units
 #            balanced by expected cost) into $KTUNE_OUT/raw/slices/K/search.json, resumable from its own
 #            cache there; with KTUNE_REPLAY=<a raw search.json> no GPU: that run's rows of slice K (for
 #            tests of the cluster path, tools/slurm/)

@@ -48,9 +48,10 @@ TEST(BenchSearchRules, TheSettingsAreRecordedAsContextKeys) {
   const auto ctx = settings_context(s);
   const std::map<std::string, std::string> keys(ctx.begin(), ctx.end());
   EXPECT_EQ(keys.size(), ctx.size());  // no key twice
-  EXPECT_EQ(ctx.size(), 16u);          // every field of SearchSettings
+  EXPECT_EQ(ctx.size(), 17u);          // every field of SearchSettings
   for (const auto& kv : ctx) EXPECT_EQ(kv.first.rfind("search_", 0), 0u) << kv.first;
   EXPECT_EQ(keys.at("search_guide_ratio"), "0");
+  EXPECT_EQ(keys.at("search_dtype_guide_ratio"), "1.2");
   EXPECT_EQ(keys.at("search_prune_ratio"), "1.3");
   EXPECT_EQ(keys.at("search_reach"), "0.1");
   EXPECT_EQ(keys.at("search_out_margin"), "0.0123456789");
@@ -716,6 +717,63 @@ TEST_F(BenchSearch, AnAnchorGuidedByTheTokenCountBeforeItPassesOnWhatItLeftOut) 
   ASSERT_EQ(cache.load(), "");
   EXPECT_EQ(run_search(work, cache, unpaired, settings, nullptr).guided_out, 4u);
   EXPECT_EQ(unpaired.screens_of.count("toy/fp16/tokens=2,h=8192/c"), 1u);
+}
+
+/// `groups` in another dtype (names and keys renamed).
+std::vector<ShapeGroup> retyped(std::vector<ShapeGroup> groups, DType dtype) {
+  auto rename = [&](std::string& s) {
+    const auto at = s.find("/fp16/");
+    if (at != std::string::npos) s.replace(at, 6, "/" + std::string(name(dtype)) + "/");
+  };
+  for (ShapeGroup& g : groups) {
+    g.dtype = g.copy.dtype = dtype;
+    rename(g.copy.name);
+    rename(g.copy.key);
+    for (WorkItem& it : g.items) {
+      it.dtype = dtype;
+      rename(it.name);
+      rename(it.key);
+    }
+  }
+  return groups;
+}
+
+// Dtypes of one size guide one another (dtype_guide_ratio 1.2): bf16, after fp16, screens at each shape S, what
+// fp16 found there within 1.2x (a, b, d, e), fp16's best geometric means (general_keep = 2: a and b) and its
+// incumbent; never c (1.5x) or f (2.5x). fp32, another size, is not guided by either.
+TEST_F(BenchSearch, Bf16ScreensWhatFp16FoundWithinReachAtTheSameShape) {
+  settings.general_keep = 2;
+  settings.guide_ratio = 0;  // the dtype rule alone
+  const auto fp16 = toy_groups(2, ids);
+  std::vector<ShapeGroup> work = retyped(fp16, DType::f32);
+  work.insert(work.end(), fp16.begin(), fp16.end());
+  for (ShapeGroup& g : retyped(fp16, DType::bf16)) work.push_back(g);
+  work.back().incumbent = "f";
+  const SearchOutcome o = fresh_run(work);
+  ASSERT_FALSE(o.aborted) << o.abort_reason;
+  EXPECT_EQ(o.guided_out, 3u);  // c at both bf16 shapes, f at the first
+  for (const char* shape : {"tokens=0", "tokens=1"}) {
+    for (const char* dtype : {"fp32", "fp16"})
+      for (const std::string& id : ids)
+        EXPECT_EQ(m.screens_of.count("toy/" + std::string(dtype) + "/" + shape + "/" + id), 1u) << dtype << " " << shape << " " << id;
+    for (const char* id : {"original", "a", "b", "d", "e"})
+      EXPECT_EQ(m.screens_of.count(std::string("toy/bf16/") + shape + "/" + id), 1u) << shape << " " << id;
+    EXPECT_EQ(m.screens_of.count(std::string("toy/bf16/") + shape + "/c"), 0u) << shape;
+  }
+  EXPECT_EQ(m.screens_of.count("toy/bf16/tokens=0/f"), 0u);
+  EXPECT_EQ(m.screens_of.count("toy/bf16/tokens=1/f"), 1u) << "the incumbent is always screened";
+  // bf16's general configuration is still a, and its rounds run as fp16's.
+  EXPECT_NE(find(o, "toy/bf16/tokens=0/a", true), nullptr);
+
+  // Off: bf16 screens everything.
+  settings.dtype_guide_ratio = 0;
+  FakeSearch unguided;
+  unguided.base = m.base;
+  fs::remove(path);
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  EXPECT_EQ(run_search(work, cache, unguided, settings, nullptr).guided_out, 0u);
+  EXPECT_EQ(unguided.screens_of.count("toy/bf16/tokens=0/c"), 1u);
 }
 
 TEST_F(BenchSearch, WithoutGuidanceEveryShapeScreensEveryVariant) {

@@ -151,6 +151,10 @@ TEST(ToolReport, TheSearchSentenceStatesTheSettingsTheSearchRanWith) {
   s.search->settings["anchor_guide_ratio"] = 1.5;
   md = op_markdown(LoadedResults{"nvidia-h200/toyop.json", "0x0", s});
   EXPECT_NE(md.find("the second of each pair was guided by the first, at 1.5x"), std::string::npos) << md;
+  EXPECT_EQ(md.find("The dtypes of one element size"), std::string::npos);  // a search before dtype guides
+  s.search->settings["dtype_guide_ratio"] = 1.2;
+  md = op_markdown(LoadedResults{"nvidia-h200/toyop.json", "0x0", s});
+  EXPECT_NE(md.find("screened at each shape only what fp16 found there within 1.2x"), std::string::npos) << md;
 }
 
 TEST(ToolReport, TheCostSectionSaysWhereTheTunesTimeWent) {

@@ -156,6 +156,12 @@ std::string search_sentence(const Selection& s) {
                                                     "the second of each pair was guided by the first, at {:g}x, and the "
                                                     "shapes it guided screened only what it screened.",
                                                     setting(x, "anchor_guide_ratio", 0))
+                                      : std::string()) +
+                                 (setting(x, "dtype_guide_ratio", 0) > 0
+                                      ? fmt::format(" The dtypes of one element size guided one another: bf16, searched "
+                                                    "after fp16, screened at each shape only what fp16 found there within "
+                                                    "{:g}x (and S, the incumbent, fp16's best geometric means).",
+                                                    setting(x, "dtype_guide_ratio", 0))
                                       : std::string())
                            : std::string());
 }

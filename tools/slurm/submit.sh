@@ -3,7 +3,7 @@
 # one GPU per task) and the merge after them (tools/slurm/merge.sbatch, --dependency=afterok on the array).
 #
 # usage: [KTUNE_OUT=/shared/dir] tools/slurm/submit.sh N [sbatch options...]
-#   N                 slices: whole (op, dtype) units of the search, balanced by expected cost (ktune_bench --slice)
+#   N                 slices: whole (op, element size) units of the search, balanced by expected cost (ktune_bench --slice)
 #   sbatch options    passed to both submissions after ours (e.g. --partition=gpu --account=me --time=2:00:00);
 #                     --gpus=... here overrides the slices' --gpus=1 (and asks as much for the merge)
 # Environment:
