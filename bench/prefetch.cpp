@@ -65,15 +65,16 @@ std::shared_ptr<HostPrefetcher::Slot> HostPrefetcher::next_to_start() {
   std::size_t first = 0;  // the first group no worker has begun
   while (first < n && queue_[first]->state != Slot::queued) ++first;
   if (first == n) return nullptr;
-  // The group taken next, even over the budget: take() would compute it in line, holding the same memory.
-  if (first == 0) return queue_.front();
+  // The next few groups in order first, even over the budget (a few groups' memory more, at most): the
+  // budget is for what the workers prepare far ahead. Costliest first, the prepared far groups held the budget,
+  // no near one started before its turn, and take() computed 24-27 of 984 groups itself, on the measuring
+  // thread (an H200's ten-op tune of 2026-11-27: 1.2 s for add_bias fp16 at T = 4096, d = 8192).
+  if (first < workers_.size() / 4 + 1) return queue_[first];
   if (held_ >= budget_) return nullptr;
   // Then the costliest within the look-ahead. In order, a worker began the largest groups (the float64
   // reference of 235M elements is seconds on one thread) only when their turn came near, and the GPU waited
   // seconds for them; the rounds of those shapes then spread 4-10% on an H200 (0.2% with the costliest
-  // first: docs/scale.md). But not on every worker: a quarter take the groups in order. With all of them on
-  // far groups, the groups in between found none free when their turn came and were computed in line, on the
-  // measuring thread (27 of 984 groups in an H200's ten-op tune of 2026-11-28).
+  // first: docs/scale.md). But not on every worker: a quarter keep to the order.
   if (out_of_order_ >= workers_.size() - workers_.size() / 4) return queue_[first];
   std::shared_ptr<Slot> best = queue_[first];
   for (std::size_t i = first + 1; i < n; ++i)

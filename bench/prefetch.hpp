@@ -38,11 +38,11 @@ class HostPrefetcher {
     std::vector<std::pair<double, std::string>> longest_waits;
   };
 
-  /// `threads` workers (0: take() computes everything itself, in line). Workers start the group taken next
-  /// first, then the costliest within the next `lookahead` expected ones (on at most three quarters of the
-  /// workers; the others take the groups in order), never more than `lookahead` at once (a group take()
-  /// waits for counts until it is done), and, but for the group taken next, while the prepared groups not
-  /// yet taken hold less than `budget_bytes` of host memory.
+  /// `threads` workers (0: take() computes everything itself, in line). Workers start the next
+  /// threads / 4 + 1 expected groups in order first, whatever memory the prepared groups hold; then, while
+  /// the prepared groups not yet taken hold less than `budget_bytes` of host memory, the costliest within
+  /// the next `lookahead` (on at most three quarters of the workers; the others keep to the order); never
+  /// more than `lookahead` at once (a group take() waits for counts until it is done).
   /// With `stage` (and workers), each take() has a thread of its own, at the caller's priority, stage the next
   /// expected group once it is prepared (the one take() returns next, while the GPU runs the group just
   /// taken); take() waits for a staging under way.

@@ -184,8 +184,9 @@ TEST(HostPrefetcher, TheCostliestGroupsWithinTheLookAheadStartFirst) {
   for (int t : {1, 2, 10, 3, 5, 4}) EXPECT_EQ(p.take(request(t)).bytes_moved, t);
 }
 
-// Four workers: three may start far groups by cost, the fourth keeps to the order. With every worker on a far
-// group, the groups in between found none free when their turn came and were computed in line.
+// Four workers: the next two groups in order, then three may start far groups by cost while the fourth keeps
+// to the order. With every worker on a far group, the groups in between found none free when their turn came
+// and were computed in line.
 TEST(HostPrefetcher, AQuarterOfTheWorkersKeepToTheOrder) {
   std::mutex m;
   std::vector<int> started;
@@ -221,7 +222,8 @@ TEST(HostPrefetcher, AQuarterOfTheWorkersKeepToTheOrder) {
   EXPECT_EQ(p.stats().in_line, 0u);
 }
 
-// Over the budget no group starts but the one taken next: take() would compute it in line, holding as much.
+// Over the budget no group starts but the next in order (one, with one worker): the budget is for what the
+// workers prepare far ahead.
 // A group computed in line counts as waited for, named as such.
 TEST(HostPrefetcher, TheGroupTakenNextStartsOverTheBudgetAndInLineTimeCountsAsWaited) {
   CountingWork w;
