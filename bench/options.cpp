@@ -179,12 +179,14 @@ Usage: ktune_bench [flags] [--benchmark_* flags]
   short CUDA-event timing (the screen) with cold L2 and graph replay for short launches. A screen whose
   spread is out of line with the shape's other variants is timed again before it can rank or drop
   anything. Shapes of one width (the dimensions after the token count), the anchors, screen every
-  variant; any other shape screens only those its anchor of the same token count found within 1.3x of
-  the best, S, the incumbent and the anchors' 5 best geometric means. Then per shape the finalists (S,
-  the general configuration, the fastest within reach of the best, at most 5, and the incumbent: see
-  --incumbents) are timed in interleaved rounds. One JSON file
-  (context mode "search") holds the screens and the finalists' rounds (rows with a "rounds" counter). Results are cached; a rerun
-  re-emits cached results and times only what is missing or changed.
+  variant (but the second of each pair of anchors in token order: what the first found within 1.5x);
+  any other shape screens only those its anchor of the same token count found within 1.3x of the best,
+  S, the incumbent and the anchors' 5 best geometric means; bf16, after fp16, screens at each shape
+  what fp16 found there within 1.2x. Then per shape the finalists (S, the general configuration, the
+  fastest within reach of the best, at most 4, and the incumbent: see --incumbents) are timed in
+  interleaved rounds. One JSON file (context mode "search") holds the screens and the finalists' rounds
+  (rows with a "rounds" counter). Results are cached; a rerun re-emits cached results and times only
+  what is missing or changed.
 
   --incumbents DIR     results files (DIR/*.json) of an earlier tune on this GPU model: each shape's winner
                        there is a finalist here whenever it passes (tools/tune.sh passes reports/<gpu>)
