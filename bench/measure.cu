@@ -89,7 +89,7 @@ void GpuMeasurer::expect(const std::vector<Upcoming>& order) {
   std::size_t largest = 0;
   for (const Upcoming& u : order) {
     HostRequest r = s_->host_request(u.op, u.dtype, u.shape, u.reference);
-    // A reference that runs S on the GPU is computed when its group begins, on this thread.
+    // With wide values, a reference that runs S on the GPU is computed with the inputs when the group begins.
     const Harness* h = HarnessRegistry::global().find(u.op);
     if (r.reference && h && h->reference_uses_gpu()) continue;
     if (h) {  // its cost orders the workers; the largest group sizes the pinned buffers bytes are staged in

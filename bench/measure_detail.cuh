@@ -426,7 +426,10 @@ struct GpuMeasurer::State {
     r.dtype = g_dtype;
     r.shape = g_shape;
     r.seed = shape_seed(run_seed, g_op, g_dtype, g_shape.key());
-    r.reference = with_reference || wide_values;
+    // A reference that runs S on the GPU is computed when its group begins, on the measuring thread
+    // (prepare_gate), from inputs the workers drew ahead; with wide values the drawing itself needs it.
+    const Harness* h = HarnessRegistry::global().find(g_op);
+    r.reference = wide_values || (with_reference && !(h && h->reference_uses_gpu()));
     r.wide = wide_values;
     return r;
   }
