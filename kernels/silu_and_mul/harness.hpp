@@ -13,6 +13,7 @@
 
 #include "args.hpp"
 #include "reference.hpp"
+#include "../common/act_and_mul/reference_rows.hpp"
 
 namespace ktune::ops::silu_and_mul {
 
@@ -64,7 +65,9 @@ class Harness final : public ktune::Harness {
     return ktune::visit_dtype(dtype, [&](auto element) {
       using E = decltype(element);
       return std::vector<std::vector<double>>{
-          silu_and_mul::reference(reinterpret_cast<const E*>(inputs[in].data()), t, d, 2 * d)};
+          act_and_mul::reference_in_row_blocks(t, d, [&](std::int64_t first, std::int64_t rows) {
+            return silu_and_mul::reference(reinterpret_cast<const E*>(inputs[in].data()) + first * 2 * d, rows, d, 2 * d);
+          })};
     });
   }
 
