@@ -98,8 +98,8 @@ struct SearchSettings {
   /// Dtypes of one size guided by one another: a unit (op, dtype) whose op was screened earlier in the search
   /// in another dtype of the same element size (bf16 after fp16) screens, at each shape that unit has, only
   /// what it found there within this (and S, the incumbent, that unit's general_keep best geometric means).
-  /// Same bytes moved, the same code but for conversions: in two ten-op H200 searches with bf16 screened in
-  /// full (7c5eff4), every bf16 shape's winner and fastest screened within 1.07x of the best at fp16; fp32
+  /// Same bytes moved, the same code but for conversions: in two ten-op H200 searches before dtype guides
+  /// (7c5eff4), every bf16 shape's winner and fastest screened within 1.07x of the best at fp16; fp32
   /// is not guided (24-50 of 304 winners outside 1.2x). 0: off.
   double dtype_guide_ratio = 1.2;
 };

@@ -88,6 +88,35 @@ TEST(ToolReplayGuides, AnAnchorGuidedAcrossTokenCountsLeavesOutWhatItsGuideFound
   EXPECT_TRUE(wide.misses.empty());
 }
 
+// Dtype guides: the same rows again in bf16, but for g, the winner at tokens = 1, h = 1024 in bf16 (0.95), which
+// fp16 found at 1.24x its best there. bf16 screens each shape guided by fp16's same shape: S, x, what fp16 kept
+// within the ratio, and fp16's five best geometric means (a to e). At 1.2 bf16 keeps 7 rows a shape and w where it
+// won in fp16 (tokens = 8, h = 4096), and loses g; at 1.3 it keeps g. Off, bf16 is replayed as its own unit.
+TEST(ToolReplayGuides, Bf16IsGuidedByFp16AtTheSameShape) {
+  json doc = full_search();
+  const json fp16_rows = doc["benchmarks"];
+  for (json b : fp16_rows) {
+    std::string name = b["name"];
+    const auto at = name.find("toy/fp16/");
+    if (at != 0) continue;
+    name.replace(0, 9, "toy/bf16/");
+    if (name.rfind("toy/bf16/tokens=1,h=1024/g/", 0) == 0) b["median_us"] = b["min_us"] = b["real_time"] = 0.95;
+    b["name"] = b["run_name"] = name;
+    doc["benchmarks"].push_back(b);
+  }
+  const RawFile search = parse_raw(doc, "search.json", "0x6");
+  const GuidedReplay tight = replay_guides(search, 1.3, 5, 0, 1.2);
+  EXPECT_EQ(tight.total, 120u);
+  EXPECT_EQ(tight.kept, 58u + 6 * 7 + 1);
+  ASSERT_EQ(tight.misses.size(), 1u);
+  EXPECT_EQ(tight.misses[0].dtype, "bf16");
+  EXPECT_EQ(tight.misses[0].shape, "tokens=1,h=1024");
+  EXPECT_EQ(tight.misses[0].winner, "g");
+  EXPECT_NEAR(tight.misses[0].cost, 1.0 / 0.95 - 1, 1e-12);
+  EXPECT_TRUE(replay_guides(search, 1.3, 5, 0, 1.3).misses.empty());
+  EXPECT_EQ(replay_guides(search, 1.3, 5, 0, 0).kept, 2 * 58u);
+}
+
 TEST(ToolReplayGuides, AFinalistsRoundsNameTheWinner) {
   json doc = full_search();
   // In the rounds at tokens = 8, h = 4096, a beats w (the fastest screen): the winner is a, which 1.2 keeps.

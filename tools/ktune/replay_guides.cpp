@@ -66,7 +66,8 @@ std::string winner_of(const ShapeRows& s) {
 
 }  // namespace
 
-GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t general_keep, double anchor_ratio) {
+GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t general_keep, double anchor_ratio,
+                           double dtype_ratio) {
   if (search.mode != "search")
     throw ToolError(search.path + ": a " + search.mode + " file, not a search: nothing to replay");
   const auto guided_out = search.context.find("guided_out");
@@ -99,15 +100,32 @@ GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t gene
   GuidedReplay out;
   out.ratio = ratio;
   out.anchor_ratio = anchor_ratio;
+  out.dtype_ratio = dtype_ratio;
+  // What the first unit of each (op, element size) kept, to guide the later ones (dtype guides).
+  struct Kept {
+    std::map<std::string, std::pair<std::vector<BenchResult>, std::vector<std::string>>> shapes;  ///< screens, left out
+    std::vector<std::string> general;
+  };
+  std::map<std::pair<std::string, int>, Kept> by_size;
   for (const auto& unit : units) {
     const std::vector<ShapeRows>& unit_shapes = shapes.at(unit);
     std::vector<const ktune::Shape*> dims;
     for (const ShapeRows& s : unit_shapes) dims.push_back(&s.dims);
     const std::vector<bench::ScreenGuide> guide = bench::screen_guides(dims, anchor_ratio > 0);
-    std::vector<const std::vector<BenchResult>*> anchors;
-    for (std::size_t j = 0; j < guide.size(); ++j)
-      if (guide[j].by == j) anchors.push_back(&unit_shapes[j].screens);
-    const std::vector<std::string> forced = bench::general_ranking(anchors, general_keep);
+    DType dtype{};
+    const bool known = parse_dtype(unit.second, dtype);
+    const auto size_key = std::make_pair(unit.first, known ? size_of(dtype) : 0);
+    const auto earlier = dtype_ratio > 0 && known ? by_size.find(size_key) : by_size.end();
+    const Kept* partner = earlier == by_size.end() ? nullptr : &earlier->second;
+    std::vector<std::string> forced;
+    if (partner) {
+      forced = partner->general;
+    } else {
+      std::vector<const std::vector<BenchResult>*> anchors;
+      for (std::size_t j = 0; j < guide.size(); ++j)
+        if (guide[j].by == j) anchors.push_back(&unit_shapes[j].screens);
+      forced = bench::general_ranking(anchors, general_keep);
+    }
 
     // Each shape after its guide, as the search screens them: a guided anchor keeps part of its screens, and
     // the shapes it guides see only those.
@@ -117,17 +135,23 @@ GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t gene
       const ShapeRows& s = unit_shapes[i];
       out.total += s.screens.size();
       const std::size_t by = guide[i].by;
-      if (by == i) {  // an anchor, or no anchor of its token count: screened in full
+      const std::pair<std::vector<BenchResult>, std::vector<std::string>>* across = nullptr;  // the same shape, guide dtype
+      if (partner)
+        if (const auto it = partner->shapes.find(s.key); it != partner->shapes.end()) across = &it->second;
+      const bool by_dtype = across != nullptr;
+      if (by == i && !by_dtype) {  // an anchor, or no anchor of its token count: screened in full
         out.kept += s.screens.size();
         kept[i] = s.screens;
         continue;
       }
-      const double r = guide[i].across_tokens ? anchor_ratio : ratio;
+      const double r = by_dtype ? dtype_ratio : guide[i].across_tokens ? anchor_ratio : ratio;
+      const std::vector<BenchResult>& guide_kept = by_dtype ? across->first : kept[by];
+      const std::vector<std::string>& guide_left_out = by_dtype ? across->second : left_out[by];
       std::optional<double> best_kept, winner_screen;
       const std::string winner = winner_of(s);
       bool winner_kept = winner.empty();
       for (const BenchResult& b : s.screens) {
-        if (!bench::guided_in(b.id, kept[by], forced, r, left_out[by])) {
+        if (!bench::guided_in(b.id, guide_kept, forced, r, guide_left_out)) {
           left_out[i].push_back(b.id);
           if (b.id == winner) winner_screen = figure(b);
           continue;
@@ -140,6 +164,15 @@ GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t gene
       if (!winner_kept && winner_screen && best_kept)
         out.misses.push_back({unit.first, unit.second, s.key, winner, *best_kept / *winner_screen - 1});
     }
+    if (dtype_ratio > 0 && known && !partner) {
+      Kept& k = by_size[size_key];
+      std::vector<const std::vector<BenchResult>*> all;
+      for (std::size_t i = 0; i < unit_shapes.size(); ++i) {
+        k.shapes[unit_shapes[i].key] = {kept[i], left_out[i]};
+        all.push_back(&kept[i]);
+      }
+      k.general = bench::general_ranking(all, general_keep);
+    }
   }
   std::sort(out.misses.begin(), out.misses.end(),
             [](const GuidedMiss& a, const GuidedMiss& b) { return a.cost > b.cost; });
@@ -149,7 +182,8 @@ GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t gene
 int cmd_replay_guides(const std::vector<std::string>& args) {
   CLI::App app{
       "Replays the guided screens' rule of the search (bench/search.hpp: a shape of another width screens only what\n"
-      "the anchor of its token count found within RATIO of its best, S, and the anchors' five best geometric means)\n"
+      "the anchor of its token count found within RATIO of its best, S, and the anchors' five best geometric means;\n"
+      "bf16 only what fp16 kept within --dtype-ratio at the same shape)\n"
       "on a full search, one that screened every variant at every shape (ktune_bench --screen-every-shape, or any\n"
       "search before 2026-11-27; decompress a committed raw file with zcat first). Per ratio: how many screens it\n"
       "keeps, and the shapes whose winner it would leave out, with what that costs (the best kept screen against\n"
@@ -168,15 +202,21 @@ int cmd_replay_guides(const std::vector<std::string>& args) {
                  fmt::format("the ratio an anchor is guided with by the anchor of the token count before it (default: "
                              "the search's, {}; 0: every anchor in full)", defaults.anchor_guide_ratio))
       ->check(CLI::NonNegativeNumber);
+  double dtype_ratio = defaults.dtype_guide_ratio;
+  app.add_option("--dtype-ratio", dtype_ratio,
+                 fmt::format("the ratio bf16 is guided with by fp16 at the same shape (default: the search's, {}; 0: "
+                             "every dtype in full)", defaults.dtype_guide_ratio))
+      ->check(CLI::NonNegativeNumber);
   if (auto done = cli::parse(app, args)) return *done;
   if (ratios.empty()) ratios.push_back(defaults.guide_ratio);
 
   const RawFile search = load_raw(path);
   int status = exit_ok;
   for (std::size_t k = 0; k < ratios.size(); ++k) {
-    const GuidedReplay r = replay_guides(search, ratios[k], static_cast<std::size_t>(defaults.general_keep), anchor_ratio);
-    fmt::print("ratio {} (anchors {}): {} of {} screens kept ({:.0f}%); {} shapes whose winner would be left out\n", r.ratio,
-               r.anchor_ratio, r.kept,
+    const GuidedReplay r =
+        replay_guides(search, ratios[k], static_cast<std::size_t>(defaults.general_keep), anchor_ratio, dtype_ratio);
+    fmt::print("ratio {} (anchors {}, dtypes {}): {} of {} screens kept ({:.0f}%); {} shapes whose winner would be left out\n",
+               r.ratio, r.anchor_ratio, r.dtype_ratio, r.kept,
                r.total, r.total ? 100.0 * static_cast<double>(r.kept) / static_cast<double>(r.total) : 0.0,
                r.misses.size());
     for (std::size_t m = 0; m < r.misses.size() && m < 10; ++m) {
