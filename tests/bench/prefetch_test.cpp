@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <initializer_list>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -26,6 +27,16 @@ HostRequest request(int tokens, bool reference = true) {
   r.seed = 7;
   r.reference = reference;
   return r;
+}
+
+/// Requests of these token counts, each costing its tokens.
+std::vector<HostRequest> costing_their_tokens(std::initializer_list<int> tokens) {
+  std::vector<HostRequest> out;
+  for (int t : tokens) {
+    out.push_back(request(t));
+    out.back().cost = t;
+  }
+  return out;
 }
 
 /// A group whose one input holds `tokens` bytes, tagged with the computing thread.
@@ -159,12 +170,7 @@ TEST(HostPrefetcher, TheCostliestGroupsWithinTheLookAheadStartFirst) {
     return g;
   };
   HostPrefetcher p(work, 1, 8, 1 << 20);
-  std::vector<HostRequest> order;
-  for (int t : {1, 2, 10, 3, 5, 4}) {
-    order.push_back(request(t));
-    order.back().cost = t;
-  }
-  p.expect(order);
+  p.expect(costing_their_tokens({1, 2, 10, 3, 5, 4}));
   {
     std::unique_lock<std::mutex> lock(m);
     open = true;
@@ -201,12 +207,7 @@ TEST(HostPrefetcher, AQuarterOfTheWorkersKeepToTheOrder) {
     return HostGroup{};
   };
   HostPrefetcher p(work, 4, 16, 1 << 20);
-  std::vector<HostRequest> order;
-  for (int t : {1, 2, 3, 4, 50, 60, 70, 80}) {
-    order.push_back(request(t));
-    order.back().cost = t;
-  }
-  p.expect(order);
+  p.expect(costing_their_tokens({1, 2, 3, 4, 50, 60, 70, 80}));
   bool all_started = false;
   {
     std::unique_lock<std::mutex> lock(m);

@@ -279,6 +279,14 @@ class BenchSearch : public ::testing::Test {
     EXPECT_EQ(cache.load(), "");
     return run_search(work, cache, m, settings, nullptr);
   }
+  /// The same work from an empty cache again, with another fake of the same times (other settings).
+  SearchOutcome fresh_run(const std::vector<ShapeGroup>& work, FakeSearch& other) {
+    fs::remove(path);
+    other.base = m.base;
+    ResultCache cache(path);
+    EXPECT_EQ(cache.load(), "");
+    return run_search(work, cache, other, settings, nullptr);
+  }
   /// The same work again with a fresh fake, from the cache the first run filled.
   SearchOutcome rerun(const std::vector<ShapeGroup>& work, FakeSearch& again) {
     ResultCache cache(path);
@@ -711,11 +719,7 @@ TEST_F(BenchSearch, AnAnchorGuidedByTheTokenCountBeforeItPassesOnWhatItLeftOut) 
   // Without pairing, the anchor at tokens = 2 screens c and f again.
   settings.anchor_guide_ratio = 0;
   FakeSearch unpaired;
-  unpaired.base = m.base;
-  fs::remove(path);
-  ResultCache cache(path);
-  ASSERT_EQ(cache.load(), "");
-  EXPECT_EQ(run_search(work, cache, unpaired, settings, nullptr).guided_out, 4u);
+  EXPECT_EQ(fresh_run(work, unpaired).guided_out, 4u);
   EXPECT_EQ(unpaired.screens_of.count("toy/fp16/tokens=2,h=8192/c"), 1u);
 }
 
@@ -768,11 +772,7 @@ TEST_F(BenchSearch, Bf16ScreensWhatFp16FoundWithinReachAtTheSameShape) {
   // Off: bf16 screens everything.
   settings.dtype_guide_ratio = 0;
   FakeSearch unguided;
-  unguided.base = m.base;
-  fs::remove(path);
-  ResultCache cache(path);
-  ASSERT_EQ(cache.load(), "");
-  EXPECT_EQ(run_search(work, cache, unguided, settings, nullptr).guided_out, 0u);
+  EXPECT_EQ(fresh_run(work, unguided).guided_out, 0u);
   EXPECT_EQ(unguided.screens_of.count("toy/bf16/tokens=0/c"), 1u);
 }
 
