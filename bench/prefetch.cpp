@@ -66,9 +66,8 @@ std::shared_ptr<HostPrefetcher::Slot> HostPrefetcher::next_to_start() {
   while (first < n && queue_[first]->state != Slot::queued) ++first;
   if (first == n) return nullptr;
   // The next few groups in order first, even over the budget (a few groups' memory more, at most): the
-  // budget is for what the workers prepare far ahead. Costliest first, the prepared far groups held the budget,
-  // no near one started before its turn, and take() computed 24-27 of 984 groups itself, on the measuring
-  // thread (an H200's ten-op tune of 2026-11-27: 1.2 s for add_bias fp16 at T = 4096, d = 8192).
+  // budget is for what the workers prepare far ahead, and a near group that no worker began is computed by
+  // take() itself, on the measuring thread, while the GPU waits.
   if (first < workers_.size() / 4 + 1) return queue_[first];
   if (held_ >= budget_) return nullptr;
   // Then the costliest within the look-ahead. In order, a worker began the largest groups (the float64
