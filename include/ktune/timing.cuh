@@ -245,8 +245,9 @@ inline bool find_event_nodes(cudaGraph_t graph, cudaEvent_t start, cudaEvent_t s
 /// `n` replays of a timed batch back to back, each between a pair of events of its own (the graph's event
 /// nodes are pointed at the pair before its launch: a change affects only later launches), `before()` ahead
 /// of each (outside the timed region: an L2 flush), then one synchronisation: the GPU waits for no host round
-/// trip between samples (20-50 us each, 4-6 s of a ten-op tune's rounds on an H200 when each sample was
-/// synchronised alone). Appends each sample's time per launch to `us`.
+/// trip between samples (a traced ten-op tune on an H200 found 5.5 s of its rounds in such gaps of 10-200 us,
+/// the trace's own cost included, when each sample was synchronised alone). Appends each sample's time per
+/// launch to `us`.
 template <class Before>
 Status replay_samples(cudaStream_t stream, const GraphGuard& g, int batch, int n, SampleEvents& ev, Before&& before,
                       std::vector<double>& us) {
