@@ -103,7 +103,7 @@ class GpuMeasurer : public SearchMeasurer {
   BenchResult screen(const WorkItem& item, const ScreenLimit& limit) override;
   BenchResult retime(const WorkItem& item, const BenchResult& previous) override;
   std::string begin_rounds(const ShapeGroup& g) override;
-  bool round(const WorkItem& item, int samples, bool graph, Timed& t, BenchResult& r) override;
+  void round(std::vector<RoundEntry>& finalists) override;
   std::string settle_shape() override;
 
   const PhaseTimes& phases() const;

@@ -1,6 +1,7 @@
 // bench/measure_timing.cu: timing a variant that passed the gate: ktune::time_kernel over the rotation
 // (measure, the search's screens and re-timed screens), and the search's finalists' rounds, each timer
-// (warm-up, batch, graph) prepared once and sampled in every round; the judge checks every timing after it.
+// (warm-up, batch, graph) prepared once and sampled in every round; the judge checks every timing after it
+// (a round's finalists after the last of them).
 // Every timing of a shape sizes its replay batch for the shape's one figure (batch_figure).
 #include "measure_detail.cuh"
 
@@ -43,10 +44,11 @@ Status GpuMeasurer::State::sample_prepared(Prepared& p, int samples, Timed& out)
   const bool flush = p.graph.exec && replay_needs_flush(p.batch, rotations);
   auto before = [&] { return flush ? flush_l2(stream) : Status::success(); };
   // Not counted: the timer's first replay (a freshly instantiated graph's first launch costs 10-15 us more).
-  // Later rounds start right after the judge's check of the finalist timed before, which read every rotation
-  // set in order (check_rotation): L2 holds the last sets, as after this timer's own replays, and none of the
-  // first. Their first replay was not counted either until 2026-11-28: 11.5k replays of about 500 us in a
-  // ten-op tune, and a median of seven leaves out a first sample that L2's dirty lines made differ.
+  // Later rounds start right after the replays of the finalist before (whole rotations of the same sets) or
+  // the judge's check of the round before, which read every rotation set in order (check_rotation): either
+  // way L2 holds the last sets, as after this timer's own replays, and none of the first. Their first replay
+  // was not counted either until 2026-11-28: 11.5k replays of about 500 us in a ten-op tune, and a median of
+  // seven leaves out a first sample that L2's dirty lines made differ.
   std::vector<double> us;
   if (p.graph.exec) {
     if (!p.launched) {
@@ -57,13 +59,9 @@ Status GpuMeasurer::State::sample_prepared(Prepared& p, int samples, Timed& out)
   } else {
     if (!p.launched) KTUNE_TRY(launch(p));
     for (int i = 0; i < std::max(1, samples); ++i) {  // each alone: its launch latency in it, as in its screen
-      KTUNE_CUDA_TRY(cudaEventRecord(ev_start, stream));
-      KTUNE_TRY(launch(p));
-      KTUNE_CUDA_TRY(cudaEventRecord(ev_stop, stream));
-      KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-      float ms = 0;
-      KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev_start, ev_stop));
-      us.push_back(ms * 1e3 / p.batch);
+      double one = 0;
+      KTUNE_TRY(ktune::detail::single_call(stream, ev_start, ev_stop, [&] { return launch(p); }, one));
+      us.push_back(one / p.batch);
     }
   }
   p.launched = true;
@@ -123,38 +121,99 @@ BenchResult GpuMeasurer::retime(const WorkItem& item, const BenchResult& previou
   return r;
 }
 
-bool GpuMeasurer::round(const WorkItem& item, int samples, bool graph, Timed& t, BenchResult& r) {
+void GpuMeasurer::round(std::vector<RoundEntry>& finalists) {
   State& s = *s_;
-  // A finalist whose screen came from the cache was never checked in this process: its timed calls
-  // have no checked result to be compared with until it passes the gate here.
-  if (!s.gate_digests.count(item.name) && !check(item, r)) return false;
-  auto it = s.prepared.find(item.id);
-  if (it == s.prepared.end()) {
+  // Each finalist's timer, prepared on its first round.
+  auto timer = [&](const WorkItem& item, bool graph, BenchResult& r) -> State::Prepared* {
+    // A finalist whose screen came from the cache was never checked in this process: its timed calls
+    // have no checked result to be compared with until it passes the gate here.
+    if (!s.gate_digests.count(item.name) && !check(item, r)) return nullptr;
+    auto it = s.prepared.find(item.id);
+    if (it != s.prepared.end()) return it->second.get();
     auto p = std::make_unique<State::Prepared>();
     p->v = Registry::global().find(item.op, item.dtype, variant_arch(Registry::global(), item.op, item.dtype, s.arch), item.id);
     if (!p->v) {
       r.error = "cannot implement: variant " + item.id + " is not compiled into this binary";
-      return false;
+      return nullptr;
     }
     if (s.args.empty()) {
       r.error = "error: rounds of " + item.id + " before begin_rounds";
       r.cacheable = false;
-      return false;
+      return nullptr;
     }
     PhaseScope phase(s.phases, PhaseTimes::timing);
     PartScope part(s.phases, "timing.round_graphs");
     const Status st = s.prepare_timer(*p, s.rounds, graph);
     if (!st.ok()) {
       s.cuda_failure(r, "rejected: timing failed: ", st);
-      return false;
+      return nullptr;
     }
-    it = s.prepared.emplace(item.id, std::move(p)).first;
+    return s.prepared.emplace(item.id, std::move(p)).first->second.get();
+  };
+  std::vector<State::Prepared*> timers;
+  for (RoundEntry& e : finalists) {
+    e.ok = false;
+    timers.push_back(timer(*e.item, e.graph, *e.result));
+    if (e.result->fatal) return;
   }
-  State::Prepared& p = *it->second;
-  return timed_and_judged(*p.v, item.name, t, r, [&](Timed& out) {
+  // The samples, each finalist's right after the one before: the judge's checks come after the last, so
+  // that the round's finalists run at one clock (clock_normalised takes out what differs between rounds).
+  std::vector<std::size_t> timed;
+  {
+    PhaseScope phase(s.phases, PhaseTimes::timing);
     PartScope part(s.phases, "timing.round_samples");
-    return s.sample_prepared(p, samples, out);
-  });
+    for (std::size_t j = 0; j < finalists.size(); ++j) {
+      if (!timers[j]) continue;
+      const Status st = s.sample_prepared(*timers[j], finalists[j].samples, finalists[j].timed);
+      if (!st.ok()) {
+        s.cuda_failure(*finalists[j].result, "rejected: timing failed: ", st);
+        if (finalists[j].result->fatal) return;
+        continue;
+      }
+      timed.push_back(j);
+    }
+  }
+  // The judge. Read-only inputs and guard zones first, then each finalist's timed calls against its checked
+  // call, then the inputs again: a finalist whose calls (timed, or checked) changed the inputs changed what
+  // the finalists after it computed, so when either check fails the verdicts are not given here, and every
+  // finalist is timed and judged again alone, which puts the failure on the one that caused it.
+  std::vector<std::size_t> alone;
+  {
+    PhaseScope phase(s.phases, PhaseTimes::verify);
+    std::string broke;
+    std::vector<std::string> verdicts(finalists.size());
+    Status st = s.check_rotation(broke);
+    for (std::size_t j : timed) {
+      if (!st.ok() || !broke.empty()) break;
+      st = s.verify_work(*timers[j]->v, finalists[j].item->name, finalists[j].timed.median_us, verdicts[j]);
+    }
+    if (st.ok() && broke.empty()) st = s.check_rotation(broke);
+    for (std::size_t j : timed) {
+      RoundEntry& e = finalists[j];
+      if (!st.ok()) {
+        s.cuda_failure(*e.result, "incorrect: verifying the timed calls: ", st);
+        if (e.result->fatal) return;
+      } else if (!broke.empty()) {
+        alone.push_back(j);
+      } else if (!verdicts[j].empty()) {
+        e.result->error = verdicts[j];  // wrong work is not timed again
+      } else if (!s.implausible(e.timed.median_us, e.timed.median_us > 0 ? (e.timed.max_us - e.timed.min_us) / e.timed.median_us : 0)
+                      .empty()) {
+        alone.push_back(j);  // timed once more alone before it is rejected (timed_and_judged)
+      } else {
+        e.ok = true;
+      }
+    }
+  }
+  for (std::size_t j : alone) {
+    RoundEntry& e = finalists[j];
+    State::Prepared& p = *timers[j];
+    e.ok = timed_and_judged(*p.v, e.item->name, e.timed, *e.result, [&](Timed& out) {
+      PartScope part(s.phases, "timing.round_samples");
+      return s.sample_prepared(p, e.samples, out);
+    });
+    if (e.result->fatal) return;
+  }
 }
 
 }  // namespace ktune::bench

@@ -35,6 +35,19 @@ struct RoundStats {
 };
 RoundStats round_stats(const std::vector<double>& round_medians);
 
+/// The candidates' round medians with what their round shared taken out. medians[k][r] is candidate k's
+/// median in round r (a candidate's rounds are its first ones: one that stopped is not timed again). A
+/// round times its candidates one right after the other, so they run at the same clock, and the clock
+/// moves between rounds: under its power cap an H200's SM clock swings between about 1400 and 1980 MHz
+/// within a second (docs/gpu-log.md), so much that four copies of one kernel, timed in rounds, differed by
+/// up to 2.3%. Each median is divided by its round's factor, fitted with the candidates' own levels in
+/// the logs by median polish, so every figure is compared with the others' of its round; the factors'
+/// median is 1, so figures stay in microseconds. A round that timed one candidate alone is left as it was
+/// measured (nothing in it to compare with). The residuals are widened by sqrt(n / (n - 1)) for a round of
+/// n candidates, which the fit took one degree of freedom from: a spread (the noise band) stays as wide as
+/// the measurements' own scatter, not narrower because the fit absorbed some of it.
+std::vector<std::vector<double>> clock_normalised(const std::vector<std::vector<double>>& medians);
+
 /// The order of n candidates in round `round`: rotated by one each round.
 std::vector<std::size_t> round_order(std::size_t n, std::size_t round);
 

@@ -574,25 +574,36 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
         refined.push_back(refined_from(st.screens[i]));
         refined.back().copy_same_size_us = st.copy_us;
       }
-      std::vector<std::vector<double>> medians(fin.size());
+      std::vector<std::vector<double>> medians(fin.size());  // as measured; clock_normalised for every decision
       std::vector<bool> live(fin.size(), true), out(fin.size(), false);
       for (int round = 0; round < s.rounds && !o.aborted; ++round) {
+        std::vector<RoundEntry> entries;
+        std::vector<std::size_t> who;
         for (std::size_t k : round_order(fin.size(), static_cast<std::size_t>(round))) {
           if (!live[k] || out[k]) continue;
           const BenchResult& screen = st.screens[fin[k]];
-          const int samples = screen.spread <= s.tight_spread ? s.tight_samples : s.loose_samples;
-          Timed t;
-          BenchResult& r = refined[k];
+          RoundEntry e;
+          e.item = &g.items[st.items[fin[k]]];
+          e.samples = screen.spread <= s.tight_spread ? s.tight_samples : s.loose_samples;
           // A screen stopped at its probe was never captured: its rounds try the graph (and fall back) as any
           // other's.
-          if (!m.round(g.items[st.items[fin[k]]], samples, screen.batch > 1 || screen.pruned, t, r)) {
+          e.graph = screen.batch > 1 || screen.pruned;
+          e.result = &refined[k];
+          entries.push_back(e);
+          who.push_back(k);
+        }
+        // A leader left alone has nothing to be compared with: the rounds stop.
+        if (entries.empty() || (entries.size() < 2 && round >= s.min_rounds)) break;
+        m.round(entries);
+        for (std::size_t j = 0; j < entries.size(); ++j) {
+          const std::size_t k = who[j];
+          BenchResult& r = refined[k];
+          if (!entries[j].ok) {
             live[k] = false;
-            if (r.fatal) {
-              abort_with(g.items[st.items[fin[k]]].name + ": " + r.error);
-              break;
-            }
+            if (r.fatal) abort_with(g.items[st.items[fin[k]]].name + ": " + r.error);
             continue;
           }
+          const Timed& t = entries[j].timed;
           ++o.rounds_run;
           medians[k].push_back(t.median_us);
           r.min_us = r.samples ? std::min(r.min_us, t.min_us) : t.min_us;
@@ -600,40 +611,42 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           r.samples += t.samples;
           r.batch = std::max(r.batch, t.batch);
         }
-        if (round + 1 < s.min_rounds || round + 1 == s.rounds) continue;
+        if (o.aborted || round + 1 < s.min_rounds || round + 1 == s.rounds) continue;
         // Successive halving over rounds: the clearly slower finalists sit out the remaining rounds.
+        const std::vector<std::vector<double>> normal = clock_normalised(medians);
         std::size_t leader = fin.size();
         for (std::size_t k = 0; k < fin.size(); ++k) {
-          if (!live[k] || out[k] || medians[k].empty() || st.screens[fin[k]].id == "original") continue;
-          if (leader == fin.size() || median(medians[k]) < median(medians[leader])) leader = k;
+          if (!live[k] || out[k] || normal[k].empty() || st.screens[fin[k]].id == "original") continue;
+          if (leader == fin.size() || median(normal[k]) < median(normal[leader])) leader = k;
         }
         if (leader == fin.size()) continue;
         // A finalist whose rounds spread out of line with the others' is not left out on them.
         std::vector<BenchResult> spreads;
         for (std::size_t k = 0; k < fin.size(); ++k) {
           BenchResult x;
-          x.samples = static_cast<int>(medians[k].size());
-          x.spread = medians[k].empty() ? 0 : round_stats(medians[k]).spread;
+          x.samples = static_cast<int>(normal[k].size());
+          x.spread = normal[k].empty() ? 0 : round_stats(normal[k]).spread;
           if (live[k] && x.samples > 0) spreads.push_back(x);
         }
         const double typical = typical_spread(spreads);
         for (std::size_t k = 0; k < fin.size(); ++k) {
-          if (k == leader || !live[k] || out[k] || !clearly_out(medians[k], medians[leader], s)) continue;
+          if (k == leader || !live[k] || out[k] || !clearly_out(normal[k], normal[leader], s)) continue;
           BenchResult x;
-          x.samples = static_cast<int>(medians[k].size());
-          x.spread = round_stats(medians[k]).spread;
+          x.samples = static_cast<int>(normal[k].size());
+          x.spread = round_stats(normal[k]).spread;
           if (out_of_line(x, typical, s)) continue;
           out[k] = true;
           ++o.left_out;
         }
       }
+      const std::vector<std::vector<double>> normal = clock_normalised(medians);
       for (std::size_t k = 0; k < fin.size(); ++k) {
         BenchResult& r = refined[k];
-        if (r.ok() && !medians[k].empty()) {
-          const RoundStats rs = round_stats(medians[k]);
+        if (r.ok() && !normal[k].empty()) {
+          const RoundStats rs = round_stats(normal[k]);
           r.median_us = rs.median;
           r.spread = rs.spread;
-          r.rounds = static_cast<int>(medians[k].size());
+          r.rounds = static_cast<int>(normal[k].size());
         }
         if ((r.ok() && r.rounds > 0) || (!r.ok() && r.cacheable)) store(refined_key(g.items[st.items[fin[k]]].key), r);
         if (r.ok() && r.rounds == 0) continue;  // never timed (the run stopped first)

@@ -175,6 +175,17 @@ bool guided_in(const std::string& id, const std::vector<BenchResult>& anchor, co
 /// of its round medians) is never left out: it is not dropped on a disturbed measurement.
 bool clearly_out(const std::vector<double>& mine, const std::vector<double>& leader, const SearchSettings& s);
 
+/// A finalist of a round: what to time, and after SearchMeasurer::round its timing, or its refined row's
+/// error (and fatal flag) when timing or judging failed.
+struct RoundEntry {
+  const WorkItem* item = nullptr;
+  int samples = 0;
+  bool graph = true;
+  BenchResult* result = nullptr;
+  Timed timed;
+  bool ok = false;
+};
+
 /// The halving search's GPU half (bench/measure*.cu implement it; tests fake it).
 class SearchMeasurer : public Measurer {
  public:
@@ -192,11 +203,12 @@ class SearchMeasurer : public Measurer {
   /// search then screens the group again, which the measurer must make sound (GpuMeasurer compares on the
   /// host from then on).
   virtual std::string settle_shape() { return {}; }
-  /// One round of `item`: `samples` samples; with `graph` (its screen was graph-replayed) a graph is
+  /// One round of a shape's finalists, in the order given: each finalist's samples right after the
+  /// previous one's, every one of them judged after the last (so that they run at the same clock, which
+  /// clock_normalised then takes out). With `graph` (its screen was graph-replayed) a finalist's graph is
   /// captured on its first round and replayed in the later ones, else plain launches, so one slow probe
-  /// cannot switch a finalist's rounds to another way of timing than its screen's. False (with r.error)
-  /// when timing failed.
-  virtual bool round(const WorkItem& item, int samples, bool graph, Timed& t, BenchResult& r) = 0;
+  /// cannot switch a finalist's rounds to another way of timing than its screen's.
+  virtual void round(std::vector<RoundEntry>& finalists) = 0;
 };
 
 /// The cache key of a variant's refined (rounds) result, from its screen key.

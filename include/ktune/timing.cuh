@@ -203,18 +203,27 @@ inline Status flush_l2(cudaStream_t stream) {
 }
 
 namespace detail {
-/// The fastest of three single calls, event to event (their launch latency included), in `us`: it sizes
-/// the batch (one slow launch, seen on an H200 at twice a 10 us kernel's time, would make it too small).
+/// One call between two events, waited for: its time in `us`, its launch latency included.
+template <class Enqueue>
+Status single_call(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, Enqueue&& enqueue, double& us) {
+  KTUNE_CUDA_TRY(cudaEventRecord(start, stream));
+  KTUNE_TRY(enqueue());
+  KTUNE_CUDA_TRY(cudaEventRecord(stop, stream));
+  KTUNE_CUDA_TRY(cudaEventSynchronize(stop));
+  float ms = 0;
+  KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
+  us = ms * 1e3;
+  return Status::success();
+}
+
+/// The fastest of three single calls, in `us`: it sizes the batch (one slow launch, seen on an H200 at
+/// twice a 10 us kernel's time, would make it too small).
 template <class Enqueue>
 Status fastest_single_call(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, Enqueue&& enqueue, double& us) {
   for (int probe = 0; probe < 3; ++probe) {
-    KTUNE_CUDA_TRY(cudaEventRecord(start, stream));
-    KTUNE_TRY(enqueue());
-    KTUNE_CUDA_TRY(cudaEventRecord(stop, stream));
-    KTUNE_CUDA_TRY(cudaEventSynchronize(stop));
-    float ms = 0;
-    KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, start, stop));
-    us = probe == 0 ? ms * 1e3 : std::min(us, ms * 1e3);
+    double one = 0;
+    KTUNE_TRY(single_call(stream, start, stop, enqueue, one));
+    us = probe == 0 ? one : std::min(us, one);
   }
   return Status::success();
 }
@@ -349,13 +358,9 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
           stream, g, batch, n, pairs, [&] { return flush ? flush_l2(stream) : Status::success(); }, out.samples_us));
     } else {
       for (int i = 0; i < n; ++i) {
-        KTUNE_CUDA_TRY(cudaEventRecord(ev.start, stream));
-        KTUNE_TRY(enqueue());
-        KTUNE_CUDA_TRY(cudaEventRecord(ev.stop, stream));
-        KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
-        float ms = 0;
-        KTUNE_CUDA_TRY(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-        out.samples_us.push_back(ms * 1e3);
+        double us = 0;
+        KTUNE_TRY(detail::single_call(stream, ev.start, ev.stop, enqueue, us));
+        out.samples_us.push_back(us);
       }
     }
     for (std::size_t i = had; i < out.samples_us.size(); ++i) spent_us += out.samples_us[i] * batch;
