@@ -149,8 +149,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
   s.checked = nullptr;
   PhaseScope phase(s.phases, PhaseTimes::gate);
   // Variants compiled for the newest architecture the device runs (sm_90 code on an sm_100 device, say).
-  const int arch = variant_arch(Registry::global(), item.op, item.dtype, s.arch);
-  const Variant* v = Registry::global().find(item.op, item.dtype, arch, item.id);
+  const Variant* v = variant_of(item, Registry::global(), s.arch);
   if (!v) {
     r.error = "cannot implement: variant " + item.id + " is not compiled into this binary for sm_" + std::to_string(s.arch);
     return false;

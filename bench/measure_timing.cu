@@ -77,7 +77,7 @@ bool GpuMeasurer::time(const WorkItem& item, const TimingSettings& timing, Timed
   State& s = *s_;
   const Variant* v = s.checked;
   if (!v || v->id != item.id || v->op != item.op || v->dtype != item.dtype) {
-    v = Registry::global().find(item.op, item.dtype, variant_arch(Registry::global(), item.op, item.dtype, s.arch), item.id);
+    v = variant_of(item, Registry::global(), s.arch);
     if (!v) {
       r.error = "cannot implement: variant " + item.id + " is not compiled into this binary";
       return false;
@@ -131,7 +131,7 @@ void GpuMeasurer::round(std::vector<RoundEntry>& finalists) {
     auto it = s.prepared.find(item.id);
     if (it != s.prepared.end()) return it->second.get();
     auto p = std::make_unique<State::Prepared>();
-    p->v = Registry::global().find(item.op, item.dtype, variant_arch(Registry::global(), item.op, item.dtype, s.arch), item.id);
+    p->v = variant_of(item, Registry::global(), s.arch);
     if (!p->v) {
       r.error = "cannot implement: variant " + item.id + " is not compiled into this binary";
       return nullptr;

@@ -15,6 +15,11 @@ int variant_arch(const Registry& registry, const std::string& op, DType dtype, i
   return best;
 }
 
+const Variant* variant_of(const WorkItem& item, const Registry& registry, int device_arch) {
+  if (item.variant) return item.variant;
+  return registry.find(item.op, item.dtype, variant_arch(registry, item.op, item.dtype, device_arch), item.id);
+}
+
 std::vector<ShapeGroup> plan_sweep(const std::map<std::string, Spec>& specs, const Registry& registry,
                                    int device_arch, const Options& opts,
                                    const std::function<std::string(const WorkItem&)>& key_of) {
@@ -39,7 +44,7 @@ std::vector<ShapeGroup> plan_sweep(const std::map<std::string, Spec>& specs, con
         g.copy = WorkItem{op, dtype, shape, std::string(copy_same_size_id), copy_same_size_name(op, dtype, key), {}};
         g.copy.key = key_of(g.copy);
         for (const Variant* v : variants) {
-          WorkItem it{op, dtype, shape, v->id, benchmark_name(op, dtype, key, v->id), {}};
+          WorkItem it{op, dtype, shape, v->id, benchmark_name(op, dtype, key, v->id), {}, v};
           it.key = key_of(it);
           g.items.push_back(std::move(it));
         }

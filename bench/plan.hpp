@@ -19,6 +19,12 @@ namespace ktune::bench {
 /// is not newer than the device (0 when none). `device_arch` 0 means "any": the newest compiled.
 int variant_arch(const Registry& registry, const std::string& op, DType dtype, int device_arch);
 
+/// The variant an item names: the one the plan resolved (WorkItem::variant), else the one of variant_arch's
+/// architecture looked up by id (items made from --retest's candidates); null when it is not compiled in.
+/// The plan's resolving saves the measuring thread a scan of the registry per gate and round (about 60 us
+/// each, 1.7 s of a ten-op tune).
+const Variant* variant_of(const WorkItem& item, const Registry& registry, int device_arch);
+
 /// Shape groups in run order: ops as given in `specs` (sorted), dtypes in spec order, shapes in spec
 /// order, variants in registry order (the original first). `key_of` fills each item's cache key.
 std::vector<ShapeGroup> plan_sweep(const std::map<std::string, Spec>& specs, const Registry& registry,

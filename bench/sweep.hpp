@@ -20,6 +20,10 @@
 #include "cache.hpp"
 #include "result.hpp"
 
+namespace ktune {
+struct Variant;
+}
+
 namespace ktune::bench {
 
 struct WorkItem {
@@ -29,6 +33,7 @@ struct WorkItem {
   std::string id;
   std::string name;  ///< benchmark name
   std::string key;   ///< cache key
+  const Variant* variant = nullptr;  ///< as the plan resolved it (plan_sweep); null: looked up by id (variant_of)
 };
 
 struct ShapeGroup {

@@ -68,9 +68,11 @@ class Registry {
     return out;
   }
 
+  /// The variant `id` of `op` for `dtype` compiled for `arch` (0: any arch; the first registered), or null.
   const Variant* find(std::string_view op, DType dtype, int arch, std::string_view id) const {
-    for (const Variant* v : select(op, dtype, arch))
-      if (v->id == id) return v;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Variant& v : variants_)
+      if (v.id == id && v.op == op && v.dtype == dtype && (arch == 0 || v.arch == arch)) return &v;
     return nullptr;
   }
 

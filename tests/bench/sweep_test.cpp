@@ -314,6 +314,27 @@ TEST_F(BenchPlan, Filters) {
                    "toy/bf16/tokens=16,d=11008/original@ori", "toy/bf16/tokens=16,d=11008/tpb_256.vb_16@tpb"}));
 }
 
+TEST_F(BenchPlan, EachItemCarriesItsVariantOfTheDevicesArchitecture) {
+  const auto gs = plan_sweep(specs, reg, 89, Options{}, key);
+  ASSERT_FALSE(gs.empty());
+  for (const ShapeGroup& g : gs)
+    for (const WorkItem& it : g.items) {
+      ASSERT_NE(it.variant, nullptr) << it.name;
+      EXPECT_EQ(it.variant->id, it.id);
+      EXPECT_EQ(it.variant->dtype, it.dtype);
+      EXPECT_EQ(it.variant->arch, 80);  // the newest not newer than sm_89
+      EXPECT_EQ(variant_of(it, reg, 89), it.variant);
+    }
+  // An item made elsewhere (a re-test's candidate) is looked up by id, for the same architecture.
+  WorkItem loose{"toy", DType::bf16, {}, "tpb_128.vb_8", "", ""};
+  const Variant* v = variant_of(loose, reg, 90);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->arch, 90);
+  EXPECT_EQ(v->point, (std::vector<int>{128, 8}));
+  loose.id = "tpb_64.vb_4";
+  EXPECT_EQ(variant_of(loose, reg, 90), nullptr);
+}
+
 TEST_F(BenchPlan, ArchitectureOfTheVariants) {
   EXPECT_EQ(variant_arch(reg, "toy", DType::f32, 90), 90);
   EXPECT_EQ(variant_arch(reg, "toy", DType::f32, 89), 80);
