@@ -270,6 +270,8 @@ int run_bench(int argc, char** argv) {
       SearchSettings settings = search_settings(opts.quick);
       if (opts.every_shape) settings.guide_ratio = settings.dtype_guide_ratio = 0;
       Progress progress(&std::cerr, work.to_measure() + groups.size(), isatty(2) != 0);
+      std::cerr << "ktune_bench: set-up before the search (copy ceiling, plan, incumbents, cache) "
+                << number(std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count()) << " s\n";
       SearchOutcome o = run_search(groups, cache, measurer, settings, &progress);
       progress.finish();
       for (const std::string& w : o.warnings) std::cerr << "ktune_bench: warning: " << w << "\n";

@@ -5,6 +5,9 @@
 // measure_timing.cu (timing and the search's rounds), measure_verify.cu (the judge's checks of timed calls).
 #include "measure_detail.cuh"
 
+#include <chrono>
+#include <iostream>
+
 #include <ktune/device_info.hpp>
 
 namespace ktune::bench {
@@ -102,7 +105,13 @@ void GpuMeasurer::expect(const std::vector<Upcoming>& order) {
     }
     requests.push_back(std::move(r));
   }
-  if (s_->prefetch->threads() > 0) s_->pinned.presize(largest);
+  if (s_->prefetch->threads() > 0) {  // on this thread: 5.0 s for two of 3.5 GiB on an H200's host (docs/scale.md)
+    const auto start = std::chrono::steady_clock::now();
+    s_->pinned.presize(largest);
+    std::cerr << "ktune_bench: two pinned staging buffers of " << (largest >> 20) << " MiB (at most "
+              << (PinnedStaging::max_bytes >> 20) << ") allocated in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
+  }
   s_->prefetch->expect(std::move(requests));
 }
 
