@@ -293,17 +293,20 @@ struct GroupState {
   std::vector<std::string> left_out;  ///< variants its guide found out of reach: not screened here
 };
 
-/// What a unit screened, kept to guide a later unit of the same op and element size (dtype_guide_ratio).
-struct ScreenedUnit {
-  struct Shape {
-    std::vector<BenchResult> screens;
-    std::vector<std::string> left_out;
-  };
-  std::map<std::string, Shape> shapes;  ///< by shape key
-  std::vector<std::string> general;     ///< its best geometric means: screened at every shape it guides
-};
-
 }  // namespace
+
+const DtypeGuides::Unit* DtypeGuides::guide_of(const std::string& op, int element_bytes) const {
+  const auto it = units_.find({op, element_bytes});
+  return it == units_.end() ? nullptr : &it->second;
+}
+
+void DtypeGuides::record(const std::string& op, int element_bytes, std::vector<std::pair<std::string, Shape>> shapes,
+                         std::size_t general_keep) {
+  Unit& u = units_[{op, element_bytes}];
+  std::vector<const std::vector<BenchResult>*> screens;
+  for (auto& [key, shape] : shapes) screens.push_back(&(u.shapes[key] = std::move(shape)).screens);
+  u.general = general_ranking(screens, general_keep);
+}
 
 SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cache, SearchMeasurer& m,
                          const SearchSettings& s, Progress* progress) {
@@ -356,16 +359,15 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
   }
   m.expect(order);
 
-  std::map<std::pair<std::string, int>, ScreenedUnit> by_size;  // the first unit of each (op, element size)
+  DtypeGuides dtype_guides;
   for (std::size_t first = 0; first < groups.size() && !o.aborted;) {
     const std::size_t end = unit_end(first);
     std::vector<GroupState> states(end - first);
     const std::vector<ScreenGuide> guide = guides_of(first, end);
     std::vector<std::string> forced;  // the best geometric means of the shapes screened in full: screened everywhere
     bool anchors_done = false;
-    const auto size_key = std::make_pair(groups[first].op, size_of(groups[first].dtype));
-    const auto earlier = s.dtype_guide_ratio > 0 ? by_size.find(size_key) : by_size.end();
-    const ScreenedUnit* partner = earlier == by_size.end() ? nullptr : &earlier->second;
+    const int element_bytes = size_of(groups[first].dtype);
+    const DtypeGuides::Unit* partner = s.dtype_guide_ratio > 0 ? dtype_guides.guide_of(groups[first].op, element_bytes) : nullptr;
     if (partner) {  // what the partner screened everywhere is screened everywhere here too
       forced = partner->general;
       anchors_done = true;
@@ -386,7 +388,7 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
         anchors_done = true;
       }
       std::vector<bool> wanted(g.items.size(), true);
-      const ScreenedUnit::Shape* across = nullptr;  // the same shape in the partner's dtype
+      const DtypeGuides::Shape* across = nullptr;  // the same shape in the partner's dtype
       if (partner)
         if (const auto it = partner->shapes.find(g.shape.key()); it != partner->shapes.end()) across = &it->second;
       if (across || by != k) {
@@ -524,10 +526,11 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
     for (const GroupState& st : states) screens.push_back(&st.screens);
     const std::string general = general_of(screens);
     if (s.dtype_guide_ratio > 0 && !partner) {  // the first unit of its op and element size guides the later ones
-      ScreenedUnit& u = by_size[size_key];
+      std::vector<std::pair<std::string, DtypeGuides::Shape>> shapes;
       for (std::size_t k = 0; k < states.size(); ++k)
-        u.shapes[groups[first + k].shape.key()] = {states[k].screens, states[k].left_out};
-      u.general = general_ranking(screens, static_cast<std::size_t>(std::max(0, s.general_keep)));
+        shapes.push_back({groups[first + k].shape.key(), {states[k].screens, states[k].left_out}});
+      dtype_guides.record(groups[first].op, element_bytes, std::move(shapes),
+                          static_cast<std::size_t>(std::max(0, s.general_keep)));
     }
 
     // ---- the finalists of each group, in interleaved rounds -------------------------------------

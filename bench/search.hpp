@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -139,6 +140,31 @@ std::vector<std::size_t> pick_finalists(const std::vector<BenchResult>& screened
 std::string general_of(const std::vector<const std::vector<BenchResult>*>& groups);
 /// The `keep` best of general_of's ranking, best first.
 std::vector<std::string> general_ranking(const std::vector<const std::vector<BenchResult>*>& groups, std::size_t keep);
+
+/// Dtype guides (SearchSettings::dtype_guide_ratio), kept for run_search and `ktune replay-guides` alike:
+/// what the first unit (op, dtype) of each op and element size screened at each shape, and its best
+/// geometric means, which guide the later units of that op and size (bf16 after fp16).
+class DtypeGuides {
+ public:
+  struct Shape {
+    std::vector<BenchResult> screens;   ///< what the guiding unit screened at the shape
+    std::vector<std::string> left_out;  ///< what its own guide left out there
+  };
+  struct Unit {
+    std::map<std::string, Shape> shapes;  ///< by shape key
+    std::vector<std::string> general;     ///< its best geometric means: screened at every shape it guides
+  };
+  /// The unit guiding a unit of `op` with elements of `element_bytes`: null for the first (which guides
+  /// the later ones once recorded).
+  const Unit* guide_of(const std::string& op, int element_bytes) const;
+  /// The first unit of its op and size: per shape key, in plan order, what it screened and left out; its
+  /// `general_keep` best geometric means over those screens (general_ranking).
+  void record(const std::string& op, int element_bytes, std::vector<std::pair<std::string, Shape>> shapes,
+              std::size_t general_keep);
+
+ private:
+  std::map<std::pair<std::string, int>, Unit> units_;
+};
 
 /// How one shape's screens are guided: by the shape `by` (itself: screened in full), the anchor of its token
 /// count or, for an anchor, the anchor of the neighbouring token count (`across_tokens`).

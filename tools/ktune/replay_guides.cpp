@@ -101,12 +101,7 @@ GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t gene
   out.ratio = ratio;
   out.anchor_ratio = anchor_ratio;
   out.dtype_ratio = dtype_ratio;
-  // What the first unit of each (op, element size) kept, to guide the later ones (dtype guides).
-  struct Kept {
-    std::map<std::string, std::pair<std::vector<BenchResult>, std::vector<std::string>>> shapes;  ///< screens, left out
-    std::vector<std::string> general;
-  };
-  std::map<std::pair<std::string, int>, Kept> by_size;
+  bench::DtypeGuides dtype_guides;  // what the first unit of each (op, element size) kept, to guide the later ones
   for (const auto& unit : units) {
     const std::vector<ShapeRows>& unit_shapes = shapes.at(unit);
     std::vector<const ktune::Shape*> dims;
@@ -114,9 +109,8 @@ GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t gene
     const std::vector<bench::ScreenGuide> guide = bench::screen_guides(dims, anchor_ratio > 0);
     DType dtype{};
     const bool known = parse_dtype(unit.second, dtype);
-    const auto size_key = std::make_pair(unit.first, known ? size_of(dtype) : 0);
-    const auto earlier = dtype_ratio > 0 && known ? by_size.find(size_key) : by_size.end();
-    const Kept* partner = earlier == by_size.end() ? nullptr : &earlier->second;
+    const int element_bytes = known ? size_of(dtype) : 0;
+    const bench::DtypeGuides::Unit* partner = dtype_ratio > 0 && known ? dtype_guides.guide_of(unit.first, element_bytes) : nullptr;
     std::vector<std::string> forced;
     if (partner) {
       forced = partner->general;
@@ -135,7 +129,7 @@ GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t gene
       const ShapeRows& s = unit_shapes[i];
       out.total += s.screens.size();
       const std::size_t by = guide[i].by;
-      const std::pair<std::vector<BenchResult>, std::vector<std::string>>* across = nullptr;  // the same shape, guide dtype
+      const bench::DtypeGuides::Shape* across = nullptr;  // the same shape, guide dtype
       if (partner)
         if (const auto it = partner->shapes.find(s.key); it != partner->shapes.end()) across = &it->second;
       const bool by_dtype = across != nullptr;
@@ -145,8 +139,8 @@ GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t gene
         continue;
       }
       const double r = by_dtype ? dtype_ratio : guide[i].across_tokens ? anchor_ratio : ratio;
-      const std::vector<BenchResult>& guide_kept = by_dtype ? across->first : kept[by];
-      const std::vector<std::string>& guide_left_out = by_dtype ? across->second : left_out[by];
+      const std::vector<BenchResult>& guide_kept = by_dtype ? across->screens : kept[by];
+      const std::vector<std::string>& guide_left_out = by_dtype ? across->left_out : left_out[by];
       std::optional<double> best_kept, winner_screen;
       const std::string winner = winner_of(s);
       bool winner_kept = winner.empty();
@@ -165,13 +159,9 @@ GuidedReplay replay_guides(const RawFile& search, double ratio, std::size_t gene
         out.misses.push_back({unit.first, unit.second, s.key, winner, *best_kept / *winner_screen - 1});
     }
     if (dtype_ratio > 0 && known && !partner) {
-      Kept& k = by_size[size_key];
-      std::vector<const std::vector<BenchResult>*> all;
-      for (std::size_t i = 0; i < unit_shapes.size(); ++i) {
-        k.shapes[unit_shapes[i].key] = {kept[i], left_out[i]};
-        all.push_back(&kept[i]);
-      }
-      k.general = bench::general_ranking(all, general_keep);
+      std::vector<std::pair<std::string, bench::DtypeGuides::Shape>> guided;
+      for (std::size_t i = 0; i < unit_shapes.size(); ++i) guided.push_back({unit_shapes[i].key, {kept[i], left_out[i]}});
+      dtype_guides.record(unit.first, element_bytes, std::move(guided), general_keep);
     }
   }
   std::sort(out.misses.begin(), out.misses.end(),
