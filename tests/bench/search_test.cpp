@@ -235,6 +235,7 @@ class FakeSearch : public SearchMeasurer {
   /// between rounds); cycled.
   std::vector<double> round_clock{1.0};
   std::map<std::string, int> shape_rounds;
+  std::map<std::string, int> judged_wrong_in_round;  ///< id -> the round (from 0) whose check it fails
   void round(std::vector<RoundEntry>& finalists) override {
     const WorkItem* first = finalists.empty() ? nullptr : finalists.front().item;
     const std::string shape = first ? first->op + "/" + name(first->dtype) + "/" + first->shape.key() : "";
@@ -244,6 +245,11 @@ class FakeSearch : public SearchMeasurer {
       log.push_back("round " + it.id);
       graphed.push_back(it.id + (e.graph ? ":graph" : ":plain"));
       const int n = rounds_of[it.name]++;
+      if (const auto w = judged_wrong_in_round.find(it.id); w != judged_wrong_in_round.end() && w->second == n) {
+        e.result->error = "work_skipped: its timed calls in round " + std::to_string(n);
+        e.ok = false;
+        continue;
+      }
       const double f = slow_rounds.count(it.id) ? (n % 2 ? 1.3 : 1.5 + 0.2 * (n / 2)) : 1.0;
       e.timed.median_us = e.timed.min_us = e.timed.max_us = truth(it) * f * clock;
       e.timed.samples = e.samples;
@@ -383,6 +389,25 @@ TEST_F(BenchSearch, TheClockMovingBetweenRoundsIsTakenOut) {
   EXPECT_LT(a->spread, 1e-9);
   EXPECT_LT(b->spread, 1e-9);
   EXPECT_EQ(o.left_out, 1u);  // S, 3x slower, as with a steady clock
+}
+
+TEST_F(BenchSearch, AFinalistJudgedWrongInARoundLeavesTheRoundsAndKeepsTheVerdict) {
+  m.judged_wrong_in_round["b"] = 1;
+  m.round_clock = {1.0, 1.2, 0.9, 1.1, 1.0};
+  const auto work = toy_groups(1, ids);
+  ResultCache cache(path);
+  ASSERT_EQ(cache.load(), "");
+  const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
+  ASSERT_FALSE(o.aborted) << o.abort_reason;
+  EXPECT_EQ(m.count("round b"), 2u);  // its first round, then the one it failed: no more
+  const BenchResult* b = find(o, "toy/fp16/tokens=0/b", true);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->error, "work_skipped: its timed calls in round 1");
+  const BenchResult* a = find(o, "toy/fp16/tokens=0/a", true);
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(a->ok());
+  EXPECT_EQ(a->rounds, settings.min_rounds);  // then alone: S, 3x slower, is out after them
+  EXPECT_LT(a->spread, 1e-9);  // its rounds still compared within each round, b's first among them
 }
 
 TEST_F(BenchSearch, ALeaderLeftAloneEndsItsRounds) {
