@@ -375,10 +375,7 @@ TEST_F(BenchSearch, TheClockMovingBetweenRoundsIsTakenOut) {
   // within their rounds, a stays 2% ahead of b with no spread of its own, which would otherwise be a 45% noise
   // band, wide enough for the general configuration or a neighbour's choice to win a shape they lose.
   m.round_clock = {1.0, 1.3, 0.85, 1.2, 0.9};
-  const auto work = toy_groups(1, ids);
-  ResultCache cache(path);
-  ASSERT_EQ(cache.load(), "");
-  const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
+  const SearchOutcome o = fresh_run(toy_groups(1, ids));
   ASSERT_FALSE(o.aborted) << o.abort_reason;
   const BenchResult* a = find(o, "toy/fp16/tokens=0/a", true);
   const BenchResult* b = find(o, "toy/fp16/tokens=0/b", true);
@@ -394,10 +391,7 @@ TEST_F(BenchSearch, TheClockMovingBetweenRoundsIsTakenOut) {
 TEST_F(BenchSearch, AFinalistJudgedWrongInARoundLeavesTheRoundsAndKeepsTheVerdict) {
   m.judged_wrong_in_round["b"] = 1;
   m.round_clock = {1.0, 1.2, 0.9, 1.1, 1.0};
-  const auto work = toy_groups(1, ids);
-  ResultCache cache(path);
-  ASSERT_EQ(cache.load(), "");
-  const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
+  const SearchOutcome o = fresh_run(toy_groups(1, ids));
   ASSERT_FALSE(o.aborted) << o.abort_reason;
   EXPECT_EQ(m.count("round b"), 2u);  // its first round, then the one it failed: no more
   const BenchResult* b = find(o, "toy/fp16/tokens=0/b", true);
@@ -412,10 +406,7 @@ TEST_F(BenchSearch, AFinalistJudgedWrongInARoundLeavesTheRoundsAndKeepsTheVerdic
 
 TEST_F(BenchSearch, ALeaderLeftAloneEndsItsRounds) {
   m.base["b"] = m.base["d"] = m.base["e"] = 1.5;  // out of reach: the finalists are a and S (3x slower)
-  const auto work = toy_groups(1, ids);
-  ResultCache cache(path);
-  ASSERT_EQ(cache.load(), "");
-  const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
+  const SearchOutcome o = fresh_run(toy_groups(1, ids));
   ASSERT_FALSE(o.aborted) << o.abort_reason;
   EXPECT_EQ(m.count("round a"), static_cast<std::size_t>(settings.min_rounds));
   const BenchResult* a = find(o, "toy/fp16/tokens=0/a", true);
