@@ -337,7 +337,10 @@ int run_bench(int argc, char** argv) {
               << " s for them (" << number(h.stage_wait_s) << " s for their staging)";
     for (const auto& [waited, what] : h.longest_waits) std::cerr << (&what == &h.longest_waits.front().second ? " (longest: " : ", ") << what << " " << number(waited) << " s";
     std::cerr << (h.longest_waits.empty() ? "" : ")") << "\n";
-    std::cerr << "ktune_bench: prepare spent " << number(measurer.upload_seconds()) << " s copying inputs and references to the GPU\n";
+    std::cerr << "ktune_bench: prepare spent " << number(measurer.upload_seconds()) << " s copying inputs and references to the GPU";
+    const GpuMeasurer::Staging staging = measurer.staging();
+    std::cerr << "; " << staging.buffers << " pinned staging buffer" << (staging.buffers == 1 ? "" : "s") << " of "
+              << (staging.bytes >> 20) << " MiB, registered in " << number(staging.registering_s) << " s\n";
     search_context.emplace_back("prep_threads", std::to_string(measurer.prefetch_threads()));
     search_context.emplace_back("prep_ahead", std::to_string(h.ahead));
     search_context.emplace_back("prep_staged", std::to_string(h.staged));

@@ -5,9 +5,6 @@
 // measure_timing.cu (timing and the search's rounds), measure_verify.cu (the judge's checks of timed calls).
 #include "measure_detail.cuh"
 
-#include <chrono>
-#include <iostream>
-
 #include <ktune/device_info.hpp>
 
 namespace ktune::bench {
@@ -105,13 +102,8 @@ void GpuMeasurer::expect(const std::vector<Upcoming>& order) {
     }
     requests.push_back(std::move(r));
   }
-  if (s_->prefetch->threads() > 0) {  // on this thread: 5.0 s for two of 3.5 GiB on an H200's host (docs/scale.md)
-    const auto start = std::chrono::steady_clock::now();
-    s_->pinned.presize(largest);
-    std::cerr << "ktune_bench: two pinned staging buffers of " << (largest >> 20) << " MiB (at most "
-              << (PinnedStaging::max_bytes >> 20) << ") allocated in "
-              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
-  }
+  // On a thread of its own: on this one, two of 3.5 GiB took 5.0 s on an H200's host (docs/scale.md).
+  if (s_->prefetch->threads() > 0) s_->pinned.presize(largest);
   s_->prefetch->expect(std::move(requests));
 }
 
@@ -120,6 +112,12 @@ HostPrefetcher::Stats GpuMeasurer::prefetch_stats() const { return s_->prefetch-
 unsigned GpuMeasurer::prefetch_threads() const { return s_->prefetch->threads(); }
 
 double GpuMeasurer::upload_seconds() const { return s_->upload_s; }
+
+GpuMeasurer::Staging GpuMeasurer::staging() const {
+  Staging st;
+  st.buffers = s_->pinned.ready(st.bytes, st.registering_s);
+  return st;
+}
 
 void GpuMeasurer::set_search(const TimingSettings& screen, const TimingSettings& rounds) {
   s_->screen = screen;

@@ -112,6 +112,14 @@ class GpuMeasurer : public SearchMeasurer {
   unsigned prefetch_threads() const;
   /// Wall time of the host-to-device copies of inputs and references (part of `prepare`).
   double upload_seconds() const;
+  /// The pinned buffers the workers stage groups in, once CUDA took them, and the measuring thread's time
+  /// registering them (their pages are faulted in on a thread of their own).
+  struct Staging {
+    int buffers = 0;
+    std::size_t bytes = 0;
+    double registering_s = 0;
+  };
+  Staging staging() const;
   /// Warnings for the run's summary (e.g. the device comparison turned off).
   const std::vector<std::string>& warnings() const;
 

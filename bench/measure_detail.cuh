@@ -11,6 +11,7 @@
 
 #include "measure.hpp"
 
+#include <sys/mman.h>
 #include <time.h>
 
 #include <algorithm>
@@ -156,9 +157,25 @@ inline void copy_on_threads(char* to, const void* from, std::size_t n) {
 /// (docs/scale.md). Two buffers, the group being uploaded's and the next one's, sized once for the largest
 /// group the run expects (presize): grown group by group, pinning and unpinning gigabytes each time, they
 /// cost a ten-op tune more than they saved. A group that does not fit goes through the halves.
+///
+/// Sized once, they still cost a ten-op tune 5.0 s on its measuring thread (two cudaMallocHost of 3.5 GiB on
+/// an H200's host, the pages faulted in by the driver). So presize maps the pages on a thread of its own and
+/// faults them in there, and the measuring thread only registers them with CUDA (cudaHostRegister) when a
+/// group begins (adopt): no CUDA call runs beside the measuring thread's, which made its calls wait when
+/// workers pinned memory (docs/scale.md, "uploads by DMA alone"). Until then the groups go through the
+/// halves. Registering both took 0.3-1.7 s on H100 hosts in huge pages, 2.1-3.1 s in 4 KiB pages, where
+/// allocating them took 3.4 s (docs/gpu-log.md, "probe once").
 class PinnedStaging {
  public:
   static constexpr std::size_t max_bytes = std::size_t{8} << 30;
+
+  PinnedStaging() = default;
+  PinnedStaging(const PinnedStaging&) = delete;
+  PinnedStaging& operator=(const PinnedStaging&) = delete;
+  ~PinnedStaging() {
+    if (faulter_.joinable()) faulter_.join();
+    for (Buffer& b : buffers_) b.release();
+  }
 
   /// Where `tensors`' read bytes and (with `reference`) the float64 references of their outputs go in a
   /// buffer, and how many bytes that takes.
@@ -182,15 +199,54 @@ class PinnedStaging {
     return total;
   }
 
-  /// The measuring thread, when the run says what it will begin: each buffer no group is in grown to `bytes`
-  /// (at most max_bytes; halved until the host pins that much, down to 64 MiB).
+  /// The measuring thread, once, when the run says what it will begin: both buffers mapped with `bytes` (at
+  /// most max_bytes; halved until the host maps that much, down to 64 MiB) and their pages faulted in, on a
+  /// thread of this object's.
   void presize(std::size_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (int i = 0; i < 2; ++i) {
-      if (busy_[i]) continue;  // being staged into or uploaded from: it keeps its size
-      for (std::size_t b = std::min(bytes, max_bytes); b >= (std::size_t{64} << 20); b /= 2)
-        if (buffers_[i].reserve(b) == cudaSuccess) break;
+    if (faulter_.joinable() || bytes == 0) return;
+    faulter_ = std::thread([this, bytes] {
+      for (Buffer& b : buffers_) {
+        for (std::size_t n = std::min(bytes, max_bytes); n >= (std::size_t{64} << 20) && !b.mapped; n /= 2) b.map(n);
+        if (!b.mapped) continue;
+        touch_on_threads(b.mapped, b.bytes);
+        std::lock_guard<std::mutex> lock(mutex_);
+        b.faulted = true;
+      }
+    });
+  }
+
+  /// The measuring thread, when a group begins: registers with CUDA the buffers whose pages are in, so the
+  /// stager may use them from then on. A buffer CUDA does not take stays unused (the halves serve).
+  void adopt() {
+    for (Buffer& b : buffers_) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!b.faulted || b.registered || b.refused) continue;
+      }
+      const auto start = std::chrono::steady_clock::now();
+      const bool ok = cudaHostRegister(b.mapped, b.bytes, cudaHostRegisterDefault) == cudaSuccess;
+      registering_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!ok) {
+        (void)cudaGetLastError();
+        b.release();  // the faulter is done with it: faulted
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      (ok ? b.registered : b.refused) = true;
     }
+  }
+
+  /// The buffers CUDA took (adopt), each of `bytes`; and the measuring thread's time registering them.
+  int ready(std::size_t& bytes, double& registering_s) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int n = 0;
+    bytes = 0;
+    for (const Buffer& b : buffers_)
+      if (b.registered) {
+        ++n;
+        bytes = b.bytes;
+      }
+    registering_s = registering_s_;
+    return n;
   }
 
   /// `g`'s read tensors and references into a free buffer, when one is large enough.
@@ -202,11 +258,11 @@ class PinnedStaging {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (int i = 0; i < 2 && k < 0; ++i)
-        if (!busy_[i] && buffers_[i].bytes >= total) k = i;
+        if (buffers_[i].registered && !busy_[i] && buffers_[i].bytes >= total) k = i;
       if (k < 0) return;
       busy_[k] = true;
     }
-    char* base = buffers_[k].data();
+    char* base = static_cast<char*>(buffers_[k].mapped);
     for (std::size_t t = 0; t < g.tensors.size(); ++t)
       if (st.input_at[t] != SIZE_MAX) copy_on_threads(base + st.input_at[t], g.inputs[t].data(), g.tensors[t].bytes());
     for (std::size_t o = 0; o < g.reference.size(); ++o)
@@ -220,9 +276,44 @@ class PinnedStaging {
   }
 
  private:
+  struct Buffer {
+    void* mapped = nullptr;
+    std::size_t bytes = 0;
+    bool faulted = false, registered = false, refused = false;  // under the mutex once the faulter started
+    void map(std::size_t n) {
+      void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return;
+      // Huge pages where the host allows them: CUDA locks and maps a buffer page by page, and 4 KiB pages
+      // took the measuring thread 2.1-3.1 s for two of 3.5 GiB on an H100's host.
+      (void)madvise(p, n, MADV_HUGEPAGE);
+      mapped = p;
+      bytes = n;
+    }
+    void release() {
+      if (registered) (void)cudaHostUnregister(mapped);
+      if (mapped) munmap(mapped, bytes);
+      mapped = nullptr;
+      registered = false;
+    }
+  };
+  /// One write per page, on four threads: the pages exist before CUDA is asked to lock them.
+  static void touch_on_threads(void* p, std::size_t n) {
+    constexpr std::size_t page = 4096, parts = 4;
+    const std::size_t part = (n / page + parts - 1) / parts * page;
+    std::vector<std::thread> helpers;
+    for (std::size_t i = 0; i < parts && i * part < n; ++i)
+      helpers.emplace_back([=] {
+        volatile char* c = static_cast<char*>(p);
+        for (std::size_t at = i * part; at < std::min(n, (i + 1) * part); at += page) c[at] = 0;
+      });
+    for (std::thread& t : helpers) t.join();
+  }
+
   std::mutex mutex_;
-  KeptBuffer buffers_[2]{KeptBuffer(true), KeptBuffer(true)};
+  Buffer buffers_[2];
   bool busy_[2] = {false, false};
+  double registering_s_ = 0;  // the measuring thread's alone
+  std::thread faulter_;
 };
 
 struct GpuMeasurer::State {

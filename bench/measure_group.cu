@@ -103,6 +103,7 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   PhaseScope phase(s.phases, PhaseTimes::prepare);
   s.release();
   if (const Status st = s.ensure_stream(); !st.ok()) return describe(st);
+  s.pinned.adopt();  // staging buffers whose pages a thread faulted in meanwhile
   s.harness = HarnessRegistry::global().find(g.op);
   if (!s.harness) return "no ktune::Harness registered for op " + g.op;
   auto spec = s.specs.find(g.op);
