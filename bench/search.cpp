@@ -54,6 +54,9 @@ TimingSettings screen_timing(bool quick) {
   // Shorter replays were tried on an H100 (100 us, ten ops, two independent tunes): 12 s less timing out
   // of 224 s, but the regret of the first tune in the second rose from p95 0.9% to 1.4% (docs/scale.md).
   t.graph_sample_us = 250.0;
+  // A call of 100 us or more is probed once (TimingOptions::probe_alone_us): at 250 us a sample, three
+  // probes were as long as a screen's first samples.
+  t.probe_alone_us = 100.0;
   return t;
 }
 

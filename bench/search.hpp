@@ -40,6 +40,7 @@ struct TimingSettings {
   bool graph = true;
   double graph_sample_us = 500.0;
   int max_batch = 256;
+  double probe_alone_us = 0;  ///< TimingOptions::probe_alone_us
 };
 TimingSettings full_timing();   ///< the exhaustive sweep's and the same-size copy's
 TimingSettings quick_timing();  ///< --quick

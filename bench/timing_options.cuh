@@ -18,6 +18,7 @@ inline TimingOptions to_options(const TimingSettings& t) {
   o.graph = t.graph;
   o.graph_sample_us = t.graph_sample_us;
   o.max_batch = t.max_batch;
+  o.probe_alone_us = t.probe_alone_us;
   return o;
 }
 

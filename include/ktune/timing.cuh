@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -63,6 +64,11 @@ struct TimingOptions {
   /// The probe decides alone only above this: below it the launch latency in a single call is a large
   /// part of its time, and only graph-replayed samples say whether the call itself is slower.
   double abandon_probe_min_us = 0;
+  /// The probe is one single call instead of the fastest of three when that call took at least this long
+  /// (0: always three). A screen's (bench/search.cpp) at 100 us: a slow launch (about 10 us) is at most a
+  /// tenth of it, well inside the 1.3x a probe must exceed to stop the call, and a stopping probe is
+  /// confirmed by two more.
+  double probe_alone_us = 0;
 };
 
 struct TimingResult {
@@ -217,13 +223,18 @@ Status single_call(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, Enq
 }
 
 /// The fastest of three single calls, in `us`: it sizes the batch (one slow launch, seen on an H200 at
-/// twice a 10 us kernel's time, would make it too small).
+/// twice a 10 us kernel's time, would make it too small). The first alone when it took at least `alone_us`
+/// (a slow launch is then a small part of it) and at most `until_us` (a probe that would stop the call is
+/// confirmed by the other two).
 template <class Enqueue>
-Status fastest_single_call(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, Enqueue&& enqueue, double& us) {
+Status fastest_single_call(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, Enqueue&& enqueue, double& us,
+                           double alone_us = std::numeric_limits<double>::infinity(),
+                           double until_us = std::numeric_limits<double>::infinity()) {
   for (int probe = 0; probe < 3; ++probe) {
     double one = 0;
     KTUNE_TRY(single_call(stream, start, stop, enqueue, one));
     us = probe == 0 ? one : std::min(us, one);
+    if (probe == 0 && us >= alone_us && us <= until_us) break;
   }
   return Status::success();
 }
@@ -320,10 +331,14 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
   detail::EventPair ev;
   KTUNE_TRY(ev.create());
 
+  const double stop_above = opt.abandon_above_us > 0 ? std::max(opt.abandon_above_us, opt.abandon_probe_min_us)
+                                                    : std::numeric_limits<double>::infinity();
   double one_us = 0;
-  KTUNE_TRY(detail::fastest_single_call(stream, ev.start, ev.stop, enqueue, one_us));
+  KTUNE_TRY(detail::fastest_single_call(stream, ev.start, ev.stop, enqueue, one_us,
+                                        opt.probe_alone_us > 0 ? opt.probe_alone_us : std::numeric_limits<double>::infinity(),
+                                        stop_above));
   out.probe_us = one_us;
-  if (opt.abandon_above_us > 0 && one_us > std::max(opt.abandon_above_us, opt.abandon_probe_min_us)) {
+  if (one_us > stop_above) {
     out.abandoned = true;
     out.samples = 1;
     out.samples_us = {one_us};

@@ -386,6 +386,43 @@ TEST(TimingGpu, ReplaysBackToBackEachTimeTheirOwnReplay) {
   }
 }
 
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+// A call of at least probe_alone_us is probed once, a shorter one three times, and a probe that would stop
+// the call is confirmed by two more. The launches counted: the probes, then the batch captured.
+TEST(TimingGpu, ALongCallIsProbedOnceUnlessItsProbeWouldStopIt) {
+  KTUNE_REQUIRE_GPU();
+  ktune::test::Stream stream;
+  ASSERT_NE(stream.s, nullptr);
+  auto probes = [&](unsigned long long ns, double abandon_above_us) {
+    int launches = 0;
+    ktune::TimingOptions opt;
+    opt.warmup = 0;
+    opt.min_samples = opt.max_samples = 3;
+    opt.probe_alone_us = 100.0;
+    opt.abandon_above_us = abandon_above_us;
+    ktune::TimingResult r;
+    KTUNE_EXPECT_OK(ktune::time_kernel(
+        [&](std::size_t) -> ktune::Status {
+          ++launches;
+          spin_kernel<<<1, 1, 0, stream.s>>>(ns);
+          KTUNE_CHECK_LAUNCH();
+          return ktune::Status::success();
+        },
+        1, stream.s, opt, r));
+    return r.abandoned ? launches : launches - (r.graph ? r.batch : 0);
+  };
+  EXPECT_EQ(probes(150000, 0), 1);      // 150 us: its first call alone
+  EXPECT_EQ(probes(20000, 0), 3);       // 20 us: the fastest of three
+  EXPECT_EQ(probes(150000, 120.0), 3);  // above the limit: confirmed, then stopped
+}
+
 TEST(TimingGpu, RotationsLeaveL2Cold) {
   EXPECT_EQ(ktune::rotations_for_cold_l2(std::size_t{1} << 30, 50 << 20), 2u);
   EXPECT_EQ(ktune::rotations_for_cold_l2(10 << 20, 50 << 20), 12u);  // 10 sets + 2 > 100 MB
