@@ -42,7 +42,7 @@ TimingSettings screen_timing(bool quick) {
   if (quick) return quick_timing();
   TimingSettings t;
   // No warm-up launch: the gate ran the call twice just before, and the probes that size the graph replay
-  // (the fastest of three single calls) warm it up too.
+  // warm it up too.
   t.warmup = 0;
   // Three samples first (a screen stopped past its limit was above it three times), then one at a time until
   // the median settles: at three when the next sample could not move it by 1% (median_settled). A screen
@@ -54,8 +54,8 @@ TimingSettings screen_timing(bool quick) {
   // Shorter replays were tried on an H100 (100 us, ten ops, two independent tunes): 12 s less timing out
   // of 224 s, but the regret of the first tune in the second rose from p95 0.9% to 1.4% (docs/scale.md).
   t.graph_sample_us = 250.0;
-  // A call of 100 us or more is probed once (TimingOptions::probe_alone_us): at 250 us a sample, three
-  // probes were as long as a screen's first samples.
+  // A call of 100 us or more is probed once (TimingOptions::probe_alone_us): three probes of a 250 us call
+  // took as long as its first three samples.
   t.probe_alone_us = 100.0;
   return t;
 }
@@ -230,6 +230,7 @@ std::vector<std::pair<std::string, std::string>> settings_context(const SearchSe
           {"search_rounds", number(s.rounds)},
           {"search_min_rounds", number(s.min_rounds)},
           {"search_out_margin", number(s.out_margin)},
+          {"search_far_out", number(s.far_out)},
           {"search_tight_spread", number(s.tight_spread)},
           {"search_tight_samples", number(s.tight_samples)},
           {"search_loose_samples", number(s.loose_samples)},
@@ -617,8 +618,9 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           r.samples += t.samples;
           r.batch = std::max(r.batch, t.batch);
         }
-        if (o.aborted || round + 1 < s.min_rounds || round + 1 == s.rounds) continue;
         // Successive halving over rounds: the clearly slower finalists sit out the remaining rounds.
+        const bool halving = round + 1 >= s.min_rounds, first = round == 0 && s.far_out > 0;
+        if (o.aborted || round + 1 == s.rounds || !(halving || first)) continue;
         const std::vector<std::vector<double>> normal = clock_normalised(medians);
         std::size_t leader = fin.size();
         for (std::size_t k = 0; k < fin.size(); ++k) {
@@ -626,6 +628,24 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
           if (leader == fin.size() || median(normal[k]) < median(normal[leader])) leader = k;
         }
         if (leader == fin.size()) continue;
+        if (first) {  // far behind the leader in the screens and in the first round (SearchSettings::far_out)
+          const double far = 1 + s.far_out, leader_screen = effective(st.screens[fin[leader]]);
+          std::vector<std::size_t> behind, in;
+          for (std::size_t k = 0; k < fin.size(); ++k) {
+            if (!live[k] || out[k] || normal[k].empty()) continue;
+            in.push_back(k);
+            if (normal[k].front() > normal[leader].front() * far && effective(st.screens[fin[k]]) > leader_screen * far)
+              behind.push_back(k);
+          }
+          // The farthest first, while three stay: the later rounds' clocks are compared over what is left, and
+          // a median over two cannot tell which one a disturbance hit.
+          std::sort(behind.begin(), behind.end(), [&](std::size_t x, std::size_t y) { return normal[x].front() > normal[y].front(); });
+          for (std::size_t j = 0; j < behind.size() && in.size() - j > 3; ++j) {
+            out[behind[j]] = true;
+            ++o.left_out;
+          }
+        }
+        if (!halving) continue;
         // A finalist whose rounds spread out of line with the others' is not left out on them.
         std::vector<BenchResult> spreads;
         for (std::size_t k = 0; k < fin.size(); ++k) {

@@ -65,7 +65,13 @@ struct SearchSettings {
   double noise_rel = 4.0;      ///< ... and above this many times the shape's typical spread is out of line
   int noise_retries = 2;       ///< timings again of an out-of-line screen
   int rounds = 5;              ///< interleaved rounds of the finalists (samples per round below)
-  int min_rounds = 3;          ///< rounds every finalist gets before any is left out
+  int min_rounds = 3;          ///< rounds every finalist gets before any is left out ...
+  /// ... but one: after the first round, a finalist whose screen and first round were both above the
+  /// leader's by more than this sits out the rest, while three finalists stay in the rounds (their clocks
+  /// are compared over those left). Mostly S, timed for the speedups, not as a contender: in a ten-op H100
+  /// tune the rounds went from 11.3k to 10.5k and their samples from 29.4 s to 27.5-28.7 s. Two measurements
+  /// apart, each beyond the finalists' reach: not the clock of one round.
+  double far_out = 0.10;
   double out_margin = 0.03;    ///< left out after min_rounds: fastest round > leader x (1 + max(this, 2 x its spread))
   double tight_spread = 0.02;  ///< a screen spread at most this gets tight_samples per round, else loose_samples
   /// Samples per round. In the H200's ten-op tune of 2026-11-27 (7 rounds of 10 and 20 samples) a finalist's

@@ -48,13 +48,14 @@ TEST(BenchSearchRules, TheSettingsAreRecordedAsContextKeys) {
   const auto ctx = settings_context(s);
   const std::map<std::string, std::string> keys(ctx.begin(), ctx.end());
   EXPECT_EQ(keys.size(), ctx.size());  // no key twice
-  EXPECT_EQ(ctx.size(), 17u);          // every field of SearchSettings
+  EXPECT_EQ(ctx.size(), 18u);          // every field of SearchSettings
   for (const auto& kv : ctx) EXPECT_EQ(kv.first.rfind("search_", 0), 0u) << kv.first;
   EXPECT_EQ(keys.at("search_guide_ratio"), "0");
   EXPECT_EQ(keys.at("search_dtype_guide_ratio"), "1.2");
   EXPECT_EQ(keys.at("search_prune_ratio"), "1.3");
   EXPECT_EQ(keys.at("search_reach"), "0.1");
   EXPECT_EQ(keys.at("search_out_margin"), "0.0123456789");
+  EXPECT_EQ(keys.at("search_far_out"), "0.1");
   EXPECT_EQ(keys.at("search_prune_min_us"), "50");
   EXPECT_EQ(keys.at("search_rounds"), "5");
   EXPECT_EQ(keys.at("search_tight_samples"), "7");
@@ -361,13 +362,37 @@ TEST_F(BenchSearch, ClearlySlowerFinalistsSitOutTheLaterRounds) {
   ResultCache cache(path);
   ASSERT_EQ(cache.load(), "");
   const SearchOutcome o = run_search(work, cache, m, settings, nullptr);
-  // S (3x the leader) is out after min_rounds; b (2% behind) stays within the margin.
+  // S (3x the leader) is out after min_rounds, not after its first round (a, b and S: three must stay, see
+  // below); b (2% behind) stays within the margin.
   EXPECT_EQ(m.count("round original"), static_cast<std::size_t>(settings.min_rounds));
   EXPECT_EQ(m.count("round b"), static_cast<std::size_t>(settings.rounds));
   EXPECT_EQ(o.left_out, 1u);
   const BenchResult* s = find(o, "toy/fp16/tokens=0/original", true);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->rounds, settings.min_rounds);  // still a refined figure: the speedup over S needs it
+}
+
+TEST_F(BenchSearch, AFinalistFarBehindInItsScreenAndFirstRoundSitsOutTheRestWhileThreeStay) {
+  settings.top_k = 4;  // a, b, d and e (1.00-1.06), and S (3x); c and f are out of reach
+  const SearchOutcome o = fresh_run(toy_groups(1, ids));
+  ASSERT_FALSE(o.aborted) << o.abort_reason;
+  EXPECT_EQ(m.count("round original"), 1u);
+  const BenchResult* s = find(o, "toy/fp16/tokens=0/original", true);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->rounds, 1);  // its figure, the speedups' baseline, from its one round
+  EXPECT_NEAR(s->median_us / find(o, "toy/fp16/tokens=0/a", true)->median_us, 3.0, 1e-9);
+  EXPECT_EQ(m.count("round a"), static_cast<std::size_t>(settings.rounds));
+  EXPECT_EQ(m.count("round d"), static_cast<std::size_t>(settings.min_rounds));  // 4% behind: out after min_rounds
+  EXPECT_EQ(o.left_out, 3u);                                                     // S, d and e
+}
+
+TEST_F(BenchSearch, AFinalistFarBehindInOneRoundButNotInItsScreenKeepsItsRounds) {
+  settings.top_k = 4;
+  m.slow_rounds = {"b"};  // 1.5x in its first round: a disturbance, its screen was 2% behind
+  const SearchOutcome o = fresh_run(toy_groups(1, ids));
+  ASSERT_FALSE(o.aborted) << o.abort_reason;
+  EXPECT_GE(m.count("round b"), static_cast<std::size_t>(settings.min_rounds));
+  EXPECT_EQ(m.count("round original"), 1u);
 }
 
 TEST_F(BenchSearch, TheClockMovingBetweenRoundsIsTakenOut) {
