@@ -279,7 +279,8 @@ int run_bench(int argc, char** argv) {
                 << " timed again because their spread was out of line (" << o.still_noisy
                 << " still out of line: kept as finalists), " << o.pruned << " stopped early (clearly slower), "
                 << o.guided_out << " not screened (guided: out of reach at their anchor, or at the shape in the other dtype of their size); "
-                << o.finalists << " finalists, " << o.rounds_run << " rounds, " << o.left_out << " left out of the later rounds\n";
+                << o.finalists << " finalists, " << o.rounds_run << " rounds, " << o.left_out << " left out of the later rounds, "
+                << o.picked_again << " shapes' finalists picked again (a finalist's rounds contradicted its screen)\n";
       search_context = {{"search", "halving"},
                         {"screened", std::to_string(o.screened)},
                         {"remeasured", std::to_string(o.remeasured)},

@@ -209,6 +209,27 @@ bool guided_in(const std::string& id, const std::vector<BenchResult>& anchor, co
   return effective(*mine) <= best * ratio;
 }
 
+std::vector<std::size_t> finalists_again(const std::vector<BenchResult>& screened, const std::vector<std::size_t>& fin,
+                                         const std::vector<BenchResult>& refined, const std::vector<std::string>& always,
+                                         const SearchSettings& s) {
+  if (s.contradicted <= 0) return {};
+  std::vector<BenchResult> corrected = screened;
+  bool any = false;
+  for (std::size_t k = 0; k < fin.size() && k < refined.size(); ++k) {
+    const BenchResult& r = refined[k];
+    BenchResult& screen = corrected[fin[k]];
+    if (!r.ok() || r.rounds == 0 || screen.id == "original" || !(r.median_us > effective(screen) * (1 + s.contradicted))) continue;
+    screen.median_us = screen.min_us = r.median_us;  // its rounds' figure in its screen's place
+    screen.noisy = false;
+    any = true;
+  }
+  if (!any) return {};
+  std::vector<std::size_t> more;
+  for (std::size_t i : pick_finalists(corrected, always, s))
+    if (std::find(fin.begin(), fin.end(), i) == fin.end()) more.push_back(i);
+  return more;
+}
+
 bool clearly_out(const std::vector<double>& mine, const std::vector<double>& leader, const SearchSettings& s) {
   if (mine.empty() || leader.empty()) return false;
   const RoundStats l = round_stats(leader);
@@ -231,6 +252,7 @@ std::vector<std::pair<std::string, std::string>> settings_context(const SearchSe
           {"search_min_rounds", number(s.min_rounds)},
           {"search_out_margin", number(s.out_margin)},
           {"search_far_out", number(s.far_out)},
+          {"search_contradicted", number(s.contradicted)},
           {"search_tight_spread", number(s.tight_spread)},
           {"search_tight_samples", number(s.tight_samples)},
           {"search_loose_samples", number(s.loose_samples)},
@@ -543,142 +565,167 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
       GroupState& st = states[gi - first];
       // The previous tune's winner (the incumbent) is timed in the rounds as its challengers are: a new
       // tune then compares it round medians with round medians, and keeps it unless something beats it there.
-      const std::vector<std::size_t> fin = pick_finalists(st.screens, {general, g.incumbent}, s);
+      const std::vector<std::string> always = {general, g.incumbent};
+      std::vector<std::size_t> fin = pick_finalists(st.screens, always, s);
       o.finalists += fin.size();
       if (fin.size() < 2) {  // nothing to compare: the screens stand
         if (progress) progress->after();
         continue;
       }
-      std::vector<const BenchResult*> hits;
-      bool all_cached = true;
-      for (std::size_t i : fin) {
-        hits.push_back(cache.find(refined_key(g.items[st.items[i]].key)));
-        all_cached = all_cached && hits.back();
-      }
-      if (all_cached) {
-        for (const BenchResult* h : hits) {
-          BenchResult r = *h;
-          r.cached = true;
-          r.refined = true;
-          r.copy_same_size_us = st.copy_us;
-          st.refined.push_back(std::move(r));
-          ++o.from_cache;
-        }
-        if (progress) progress->after();
-        continue;
-      }
-      if (progress) progress->before(g.op + "/" + name(g.dtype) + "/" + g.shape.key() + " (" + std::to_string(fin.size()) + " finalists)");
-      const std::string err = m.begin_rounds(g);
-      if (!err.empty()) {
-        // The screens stand for this group; its variants are not excluded for a failure of the run.
-        o.warnings.push_back(g.op + "/" + name(g.dtype) + "/" + g.shape.key() + ": no rounds: " + err);
-        m.end_shape();
-        if (progress) progress->after();
-        continue;
-      }
+      // The rounds of `fin` into `refined` (a row per finalist, its figures compared within each round), from
+      // the cache when it holds them all; false when the rounds cannot begin (the screens stand).
       std::vector<BenchResult> refined;
-      for (std::size_t i : fin) {
-        refined.push_back(refined_from(st.screens[i]));
-        refined.back().copy_same_size_us = st.copy_us;
-      }
-      std::vector<std::vector<double>> medians(fin.size());  // as measured; clock_normalised for every decision
-      std::vector<bool> live(fin.size(), true), out(fin.size(), false);
-      for (int round = 0; round < s.rounds && !o.aborted; ++round) {
-        std::vector<RoundEntry> entries;
-        std::vector<std::size_t> who;
-        for (std::size_t k : round_order(fin.size(), static_cast<std::size_t>(round))) {
-          if (!live[k] || out[k]) continue;
-          const BenchResult& screen = st.screens[fin[k]];
-          RoundEntry e;
-          e.item = &g.items[st.items[fin[k]]];
-          e.samples = screen.spread <= s.tight_spread ? s.tight_samples : s.loose_samples;
-          // A screen stopped at its probe was never captured: its rounds try the graph (and fall back) as any
-          // other's.
-          e.graph = screen.batch > 1 || screen.pruned;
-          e.result = &refined[k];
-          entries.push_back(e);
-          who.push_back(k);
-        }
-        // A leader left alone has nothing to be compared with: the rounds stop.
-        if (entries.empty() || (entries.size() < 2 && round >= s.min_rounds)) break;
-        m.round(entries);
-        for (std::size_t j = 0; j < entries.size(); ++j) {
-          const std::size_t k = who[j];
-          BenchResult& r = refined[k];
-          if (!entries[j].ok) {
-            live[k] = false;
-            if (r.fatal) abort_with(g.items[st.items[fin[k]]].name + ": " + r.error);
-            continue;
+      bool began = false, cached = false;
+      auto time_rounds = [&]() -> bool {
+        refined.clear();
+        cached = true;
+        for (std::size_t i : fin)
+          if (const BenchResult* h = cache.find(refined_key(g.items[st.items[i]].key))) {
+            refined.push_back(*h);
+            refined.back().cached = true;
+            refined.back().refined = true;
+            refined.back().copy_same_size_us = st.copy_us;
+          } else {
+            cached = false;
           }
-          const Timed& t = entries[j].timed;
-          ++o.rounds_run;
-          medians[k].push_back(t.median_us);
-          r.min_us = r.samples ? std::min(r.min_us, t.min_us) : t.min_us;
-          r.max_us = std::max(r.max_us, t.max_us);
-          r.samples += t.samples;
-          r.batch = std::max(r.batch, t.batch);
+        if (cached) return true;
+        refined.clear();
+        if (!began) {
+          if (progress) progress->before(g.op + "/" + name(g.dtype) + "/" + g.shape.key() + " (" + std::to_string(fin.size()) + " finalists)");
+          began = true;  // end_shape() follows, whatever begin_rounds says
+          if (const std::string err = m.begin_rounds(g); !err.empty()) {
+            // The screens stand for this group; its variants are not excluded for a failure of the run.
+            o.warnings.push_back(g.op + "/" + name(g.dtype) + "/" + g.shape.key() + ": no rounds: " + err);
+            return false;
+          }
         }
-        // Successive halving over rounds: the clearly slower finalists sit out the remaining rounds.
-        const bool halving = round + 1 >= s.min_rounds, first = round == 0 && s.far_out > 0;
-        if (o.aborted || round + 1 == s.rounds || !(halving || first)) continue;
-        const std::vector<std::vector<double>> normal = clock_normalised(medians);
-        std::size_t leader = fin.size();
-        for (std::size_t k = 0; k < fin.size(); ++k) {
-          if (!live[k] || out[k] || normal[k].empty() || st.screens[fin[k]].id == "original") continue;
-          if (leader == fin.size() || median(normal[k]) < median(normal[leader])) leader = k;
+        for (std::size_t i : fin) {
+          refined.push_back(refined_from(st.screens[i]));
+          refined.back().copy_same_size_us = st.copy_us;
         }
-        if (leader == fin.size()) continue;
-        if (first) {  // far behind the leader in the screens and in the first round (SearchSettings::far_out)
-          const double far = 1 + s.far_out, leader_screen = effective(st.screens[fin[leader]]);
-          std::vector<std::size_t> behind, in;
+        std::vector<std::vector<double>> medians(fin.size());  // as measured; clock_normalised for every decision
+        std::vector<bool> live(fin.size(), true), out(fin.size(), false);
+        for (int round = 0; round < s.rounds && !o.aborted; ++round) {
+          std::vector<RoundEntry> entries;
+          std::vector<std::size_t> who;
+          for (std::size_t k : round_order(fin.size(), static_cast<std::size_t>(round))) {
+            if (!live[k] || out[k]) continue;
+            const BenchResult& screen = st.screens[fin[k]];
+            RoundEntry e;
+            e.item = &g.items[st.items[fin[k]]];
+            e.samples = screen.spread <= s.tight_spread ? s.tight_samples : s.loose_samples;
+            // A screen stopped at its probe was never captured: its rounds try the graph (and fall back) as any
+            // other's.
+            e.graph = screen.batch > 1 || screen.pruned;
+            e.result = &refined[k];
+            entries.push_back(e);
+            who.push_back(k);
+          }
+          // A leader left alone has nothing to be compared with: the rounds stop.
+          if (entries.empty() || (entries.size() < 2 && round >= s.min_rounds)) break;
+          m.round(entries);
+          for (std::size_t j = 0; j < entries.size(); ++j) {
+            const std::size_t k = who[j];
+            BenchResult& r = refined[k];
+            if (!entries[j].ok) {
+              live[k] = false;
+              if (r.fatal) abort_with(g.items[st.items[fin[k]]].name + ": " + r.error);
+              continue;
+            }
+            const Timed& t = entries[j].timed;
+            ++o.rounds_run;
+            medians[k].push_back(t.median_us);
+            r.min_us = r.samples ? std::min(r.min_us, t.min_us) : t.min_us;
+            r.max_us = std::max(r.max_us, t.max_us);
+            r.samples += t.samples;
+            r.batch = std::max(r.batch, t.batch);
+          }
+          // Successive halving over rounds: the clearly slower finalists sit out the remaining rounds.
+          const bool halving = round + 1 >= s.min_rounds, first = round == 0 && s.far_out > 0;
+          if (o.aborted || round + 1 == s.rounds || !(halving || first)) continue;
+          const std::vector<std::vector<double>> normal = clock_normalised(medians);
+          std::size_t leader = fin.size();
           for (std::size_t k = 0; k < fin.size(); ++k) {
-            if (!live[k] || out[k] || normal[k].empty()) continue;
-            in.push_back(k);
-            if (normal[k].front() > normal[leader].front() * far && effective(st.screens[fin[k]]) > leader_screen * far)
-              behind.push_back(k);
+            if (!live[k] || out[k] || normal[k].empty() || st.screens[fin[k]].id == "original") continue;
+            if (leader == fin.size() || median(normal[k]) < median(normal[leader])) leader = k;
           }
-          // The farthest first, while three stay: the later rounds' clocks are compared over what is left, and
-          // a median over two cannot tell which one a disturbance hit.
-          std::sort(behind.begin(), behind.end(), [&](std::size_t x, std::size_t y) { return normal[x].front() > normal[y].front(); });
-          for (std::size_t j = 0; j < behind.size() && in.size() - j > 3; ++j) {
-            out[behind[j]] = true;
+          if (leader == fin.size()) continue;
+          if (first) {  // far behind the leader in the screens and in the first round (SearchSettings::far_out)
+            const double far = 1 + s.far_out, leader_screen = effective(st.screens[fin[leader]]);
+            std::vector<std::size_t> behind, in;
+            for (std::size_t k = 0; k < fin.size(); ++k) {
+              if (!live[k] || out[k] || normal[k].empty()) continue;
+              in.push_back(k);
+              if (normal[k].front() > normal[leader].front() * far && effective(st.screens[fin[k]]) > leader_screen * far)
+                behind.push_back(k);
+            }
+            // The farthest first, while three stay: the later rounds' clocks are compared over what is left, and
+            // a median over two cannot tell which one a disturbance hit.
+            std::sort(behind.begin(), behind.end(), [&](std::size_t x, std::size_t y) { return normal[x].front() > normal[y].front(); });
+            for (std::size_t j = 0; j < behind.size() && in.size() - j > 3; ++j) {
+              out[behind[j]] = true;
+              ++o.left_out;
+            }
+          }
+          if (!halving) continue;
+          // A finalist whose rounds spread out of line with the others' is not left out on them.
+          std::vector<BenchResult> spreads;
+          for (std::size_t k = 0; k < fin.size(); ++k) {
+            BenchResult x;
+            x.samples = static_cast<int>(normal[k].size());
+            x.spread = normal[k].empty() ? 0 : round_stats(normal[k]).spread;
+            if (live[k] && x.samples > 0) spreads.push_back(x);
+          }
+          const double typical = typical_spread(spreads);
+          for (std::size_t k = 0; k < fin.size(); ++k) {
+            if (k == leader || !live[k] || out[k] || !clearly_out(normal[k], normal[leader], s)) continue;
+            BenchResult x;
+            x.samples = static_cast<int>(normal[k].size());
+            x.spread = round_stats(normal[k]).spread;
+            if (out_of_line(x, typical, s)) continue;
+            out[k] = true;
             ++o.left_out;
           }
         }
-        if (!halving) continue;
-        // A finalist whose rounds spread out of line with the others' is not left out on them.
-        std::vector<BenchResult> spreads;
+        const std::vector<std::vector<double>> normal = clock_normalised(medians);
         for (std::size_t k = 0; k < fin.size(); ++k) {
-          BenchResult x;
-          x.samples = static_cast<int>(normal[k].size());
-          x.spread = normal[k].empty() ? 0 : round_stats(normal[k]).spread;
-          if (live[k] && x.samples > 0) spreads.push_back(x);
+          BenchResult& r = refined[k];
+          if (r.ok() && !normal[k].empty()) {
+            const RoundStats rs = round_stats(normal[k]);
+            r.median_us = rs.median;
+            r.spread = rs.spread;
+            r.rounds = static_cast<int>(normal[k].size());
+          }
         }
-        const double typical = typical_spread(spreads);
-        for (std::size_t k = 0; k < fin.size(); ++k) {
-          if (k == leader || !live[k] || out[k] || !clearly_out(normal[k], normal[leader], s)) continue;
-          BenchResult x;
-          x.samples = static_cast<int>(normal[k].size());
-          x.spread = round_stats(normal[k]).spread;
-          if (out_of_line(x, typical, s)) continue;
-          out[k] = true;
-          ++o.left_out;
+        return true;
+      };
+      bool timed = time_rounds();
+      // A finalist whose rounds contradict its screen: the finalists are picked again without that screen, and
+      // all of them timed in rounds of their own (once: SearchSettings::contradicted). A rerun from the cache
+      // finds the same contradiction in the second rounds' rows, which it takes whole.
+      if (timed && !o.aborted) {
+        const std::vector<std::size_t> more = finalists_again(st.screens, fin, refined, always, s);
+        if (!more.empty()) {
+          o.warnings.push_back(g.op + "/" + name(g.dtype) + "/" + g.shape.key() + ": a finalist's rounds contradict its screen: " +
+                               std::to_string(more.size()) + " more finalist" + (more.size() == 1 ? "" : "s") + " timed");
+          ++o.picked_again;
+          o.finalists += more.size();
+          fin.insert(fin.end(), more.begin(), more.end());
+          std::sort(fin.begin(), fin.end());
+          timed = time_rounds();
         }
       }
-      const std::vector<std::vector<double>> normal = clock_normalised(medians);
-      for (std::size_t k = 0; k < fin.size(); ++k) {
+      for (std::size_t k = 0; timed && k < fin.size(); ++k) {
         BenchResult& r = refined[k];
-        if (r.ok() && !normal[k].empty()) {
-          const RoundStats rs = round_stats(normal[k]);
-          r.median_us = rs.median;
-          r.spread = rs.spread;
-          r.rounds = static_cast<int>(normal[k].size());
+        if (cached) {
+          ++o.from_cache;
+        } else {
+          if ((r.ok() && r.rounds > 0) || (!r.ok() && r.cacheable)) store(refined_key(g.items[st.items[fin[k]]].key), r);
+          if (r.ok() && r.rounds == 0) continue;  // never timed (the run stopped first)
         }
-        if ((r.ok() && r.rounds > 0) || (!r.ok() && r.cacheable)) store(refined_key(g.items[st.items[fin[k]]].key), r);
-        if (r.ok() && r.rounds == 0) continue;  // never timed (the run stopped first)
         st.refined.push_back(std::move(r));
       }
-      m.end_shape();
+      if (began) m.end_shape();
       if (progress) progress->after();
     }
     emit(states);

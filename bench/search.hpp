@@ -72,6 +72,13 @@ struct SearchSettings {
   /// tune the rounds went from 11.3k to 10.5k and their samples from 29.4 s to 27.5-28.7 s. Two measurements
   /// apart, each beyond the finalists' reach: not the clock of one round.
   double far_out = 0.10;
+  /// A finalist whose rounds' median is above its screen's by more than this was made a finalist, and
+  /// ranked the others, on a figure its rounds contradict: the finalists are picked again with its rounds'
+  /// figure in its screen's place, and all of them timed in rounds again (finalists_again). Finalists'
+  /// rounds are within 0.94-1.06x of their screens (p1-p99 in six ten-op tunes of 2026-11-27/28) and at most
+  /// 1.26x; a screen replayed from a graph updated in place (not kept) measured 0.29x, and made the shape's
+  /// winner one 19.8% slower than a variant its screen had put out of reach. 0: off.
+  double contradicted = 0.20;
   double out_margin = 0.03;    ///< left out after min_rounds: fastest round > leader x (1 + max(this, 2 x its spread))
   double tight_spread = 0.02;  ///< a screen spread at most this gets tight_samples per round, else loose_samples
   /// Samples per round. In the H200's ten-op tune of 2026-11-27 (7 rounds of 10 and 20 samples) a finalist's
@@ -206,6 +213,12 @@ bool guided_in(const std::string& id, const std::vector<BenchResult>& anchor, co
 /// above the leader's median by more than max(out_margin, 2 x the leader's spread over its rounds). A
 /// finalist whose rounds spread out of line with the other finalists' (out_of_line's rule on the spread
 /// of its round medians) is never left out: it is not dropped on a disturbed measurement.
+/// The finalists to add when some finalist's rounds contradict its screen (SearchSettings::contradicted):
+/// those pick_finalists gives with such a finalist's rounds' median (refined, parallel to fin) in its screen's
+/// place, and not already in fin. Empty when no finalist's rounds contradict its screen.
+std::vector<std::size_t> finalists_again(const std::vector<BenchResult>& screened, const std::vector<std::size_t>& fin,
+                                         const std::vector<BenchResult>& refined, const std::vector<std::string>& always,
+                                         const SearchSettings& s);
 bool clearly_out(const std::vector<double>& mine, const std::vector<double>& leader, const SearchSettings& s);
 
 /// A finalist of a round: what to time, and after SearchMeasurer::round its timing, or its refined row's
@@ -256,6 +269,7 @@ struct SearchOutcome {
   std::size_t pruned = 0;            ///< passing screens stopped early (SearchSettings::prune_ratio)
   std::size_t guided_out = 0;        ///< variants a guided shape did not screen (SearchSettings::guide_ratio)
   std::size_t finalists = 0, rounds_run = 0, left_out = 0;
+  std::size_t picked_again = 0;  ///< shapes whose finalists were picked again (SearchSettings::contradicted)
   bool aborted = false;
   std::string abort_reason;
   std::vector<std::string> warnings;

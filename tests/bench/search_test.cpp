@@ -48,7 +48,7 @@ TEST(BenchSearchRules, TheSettingsAreRecordedAsContextKeys) {
   const auto ctx = settings_context(s);
   const std::map<std::string, std::string> keys(ctx.begin(), ctx.end());
   EXPECT_EQ(keys.size(), ctx.size());  // no key twice
-  EXPECT_EQ(ctx.size(), 18u);          // every field of SearchSettings
+  EXPECT_EQ(ctx.size(), 19u);          // every field of SearchSettings
   for (const auto& kv : ctx) EXPECT_EQ(kv.first.rfind("search_", 0), 0u) << kv.first;
   EXPECT_EQ(keys.at("search_guide_ratio"), "0");
   EXPECT_EQ(keys.at("search_dtype_guide_ratio"), "1.2");
@@ -56,6 +56,7 @@ TEST(BenchSearchRules, TheSettingsAreRecordedAsContextKeys) {
   EXPECT_EQ(keys.at("search_reach"), "0.1");
   EXPECT_EQ(keys.at("search_out_margin"), "0.0123456789");
   EXPECT_EQ(keys.at("search_far_out"), "0.1");
+  EXPECT_EQ(keys.at("search_contradicted"), "0.2");
   EXPECT_EQ(keys.at("search_prune_min_us"), "50");
   EXPECT_EQ(keys.at("search_rounds"), "5");
   EXPECT_EQ(keys.at("search_tight_samples"), "7");
@@ -133,6 +134,7 @@ class FakeSearch : public SearchMeasurer {
  public:
   std::map<std::string, double> base;
   std::set<std::string> disturbed, always_noisy;
+  std::map<std::string, double> screen_factor;  ///< ids whose screens measure this times their rounds' time
   std::string crash_on;  ///< a benchmark name
   std::vector<std::string> log;  ///< "screen X", "retime X", "round X", "begin", "rounds", "end", "copy"
   int open = 0;
@@ -210,6 +212,11 @@ class FakeSearch : public SearchMeasurer {
       return r;
     }
     BenchResult r = timed(it, always_noisy.count(it.id) || (disturbed.count(it.id) && n == 1));
+    if (const auto f = screen_factor.find(it.id); f != screen_factor.end()) {
+      r.median_us *= f->second;
+      r.min_us *= f->second;
+      r.max_us *= f->second;
+    }
     // The first round of samples (three, none faster than the screen's min): all past the limit, the
     // screen stops there.
     if (limit.above_us > 0 && r.min_us > limit.above_us) {
@@ -224,10 +231,11 @@ class FakeSearch : public SearchMeasurer {
     r.registers = previous.registers;
     return r;
   }
+  std::string rounds_error;  ///< what begin_rounds says (empty: the rounds begin)
   std::string begin_rounds(const ShapeGroup&) override {
     ++open;
     log.push_back("rounds");
-    return {};
+    return rounds_error;
   }
   std::set<std::string> slow_rounds;  ///< ids whose rounds are disturbed: 1.5x, 1.3x, 1.7x, ... the truth
   std::map<std::string, int> rounds_of;
@@ -441,6 +449,7 @@ TEST_F(BenchSearch, ALeaderLeftAloneEndsItsRounds) {
 
 TEST_F(BenchSearch, AFinalistWhoseRoundsAreDisturbedIsNotLeftOutOnThem) {
   m.slow_rounds = {"b"};  // b (2% behind a) has disturbed rounds: 1.5x, 1.3x, 1.7x, ... spread far out of line
+  settings.contradicted = 0;  // else rounds that far above its screen have the finalists picked again (below)
   const auto work = toy_groups(1, ids);
   ResultCache cache(path);
   ASSERT_EQ(cache.load(), "");
@@ -517,6 +526,75 @@ TEST_F(BenchSearch, ARerunComesFromTheCacheWithTheSameFigures) {
   }
   EXPECT_EQ(first.remeasured, 2u);  // a's first screen on each shape
   EXPECT_EQ(o.remeasured, 2u);      // counted from the re-emitted screens too
+}
+
+// c's screens measure 0.45 (0.3x its 1.5): S and c alone are finalists, c's rounds contradict its screen, and
+// the finalists picked again without it (a and b, within reach of a's 1.0) are timed with S and c. A rerun
+// takes them all from the cache.
+TEST_F(BenchSearch, AFinalistWhoseRoundsContradictItsScreenHasTheFinalistsPickedAgain) {
+  m.screen_factor["c"] = 0.3;
+  const auto work = toy_groups(1, ids);
+  const SearchOutcome first = fresh_run(work);
+  ASSERT_FALSE(first.aborted) << first.abort_reason;
+  EXPECT_EQ(first.picked_again, 1u);
+  EXPECT_EQ(first.finalists, 4u);  // S and c, then a and b
+  for (const std::string id : {"original", "a", "b", "c"}) {
+    const BenchResult* r = find(first, "toy/fp16/tokens=0/" + id, true);
+    ASSERT_NE(r, nullptr) << id;
+    EXPECT_GT(r->rounds, 0) << id;
+  }
+  EXPECT_NEAR(find(first, "toy/fp16/tokens=0/a", true)->median_us, 1.0, 1e-9);
+  EXPECT_NEAR(find(first, "toy/fp16/tokens=0/c", true)->median_us, 1.5, 1e-9);
+  EXPECT_EQ(find(first, "toy/fp16/tokens=0/d", true), nullptr);  // within reach, but past top_k
+  EXPECT_EQ(std::count(m.log.begin(), m.log.end(), "rounds"), 1);  // the group prepared for rounds once
+  ASSERT_EQ(first.warnings.size(), 1u);
+  EXPECT_NE(first.warnings[0].find("contradict"), std::string::npos) << first.warnings[0];
+
+  FakeSearch again;
+  again.screen_factor = m.screen_factor;
+  const SearchOutcome o = rerun(work, again);
+  EXPECT_EQ(o.measured, 0u);
+  EXPECT_TRUE(again.log.empty());
+  ASSERT_EQ(o.results.size(), first.results.size());
+  for (std::size_t i = 0; i < o.results.size(); ++i) {
+    EXPECT_EQ(o.results[i].name, first.results[i].name);
+    EXPECT_DOUBLE_EQ(o.results[i].median_us, first.results[i].median_us) << o.results[i].name;
+  }
+}
+
+TEST_F(BenchSearch, RoundsThatCannotBeginLeaveTheScreensStandingAndTheShapeEnded) {
+  m.rounds_error = "out of memory for the rotation sets";
+  const SearchOutcome o = fresh_run(toy_groups(1, ids));
+  ASSERT_FALSE(o.aborted) << o.abort_reason;
+  EXPECT_EQ(m.open, 0);  // end_shape() after the failed begin_rounds()
+  EXPECT_EQ(m.count("round a"), 0u);
+  EXPECT_EQ(find(o, "toy/fp16/tokens=0/a", true), nullptr);
+  ASSERT_NE(find(o, "toy/fp16/tokens=0/a", false), nullptr);
+  ASSERT_EQ(o.warnings.size(), 1u);
+  EXPECT_NE(o.warnings[0].find("no rounds: out of memory"), std::string::npos) << o.warnings[0];
+}
+
+TEST(BenchSearchRules, FinalistsArePickedAgainOnlyWhenAFinalistsRoundsContradictItsScreen) {
+  SearchSettings s;
+  s.top_k = 2;
+  std::vector<BenchResult> screens = {screen_of("original", 3.0, 0.01), screen_of("a", 1.0, 0.01), screen_of("b", 1.02, 0.01),
+                                      screen_of("c", 0.45, 0.01), screen_of("d", 1.04, 0.01)};
+  const std::vector<std::size_t> fin = {0, 3};  // S and c
+  auto rounds = [](double s_us, double c_us) {
+    std::vector<BenchResult> r(2);
+    r[0].median_us = s_us;
+    r[1].median_us = c_us;
+    for (BenchResult& x : r) x.rounds = 5;
+    return r;
+  };
+  EXPECT_EQ(finalists_again(screens, fin, rounds(3.0, 1.5), {}, s), (std::vector<std::size_t>{1, 2}));
+  EXPECT_TRUE(finalists_again(screens, fin, rounds(3.0, 0.53), {}, s).empty());  // within 1.2x of its screen
+  EXPECT_TRUE(finalists_again(screens, fin, rounds(9.0, 0.45), {}, s).empty());  // S's figure ranks nothing
+  std::vector<BenchResult> failed = rounds(3.0, 1.5);
+  failed[1].error = "work_skipped: its timed calls in round 0";
+  EXPECT_TRUE(finalists_again(screens, fin, failed, {}, s).empty());  // a verdict, not a figure
+  s.contradicted = 0;
+  EXPECT_TRUE(finalists_again(screens, fin, rounds(3.0, 1.5), {}, s).empty());
 }
 
 // Medians in item order at tokens = 0: S 3, a 1, b 1.02, c 1.5, d 1.04, e 1.06, f 2.5; probes 1.1x those.
