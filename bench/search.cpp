@@ -701,8 +701,8 @@ SearchOutcome run_search(const std::vector<ShapeGroup>& groups, ResultCache& cac
       };
       bool timed = time_rounds();
       // A finalist whose rounds contradict its screen: the finalists are picked again without that screen, and
-      // all of them timed in rounds of their own (once: SearchSettings::contradicted). A rerun from the cache
-      // finds the same contradiction in the second rounds' rows, which it takes whole.
+      // all of them timed in rounds of their own (once: SearchSettings::contradicted). Only the last rounds'
+      // rows are stored: a rerun from the cache finds the contradiction again in them when it held there too.
       if (timed && !o.aborted) {
         const std::vector<std::size_t> more = finalists_again(st.screens, fin, refined, always, s);
         if (!more.empty()) {
