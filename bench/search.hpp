@@ -209,16 +209,17 @@ std::vector<std::size_t> screen_order(const std::vector<ScreenGuide>& guides);
 bool guided_in(const std::string& id, const std::vector<BenchResult>& anchor, const std::vector<std::string>& always,
                double ratio, const std::vector<std::string>& left_out = {});
 
-/// After at least `min_rounds`: whether a finalist is clearly out, i.e. its fastest round median is
-/// above the leader's median by more than max(out_margin, 2 x the leader's spread over its rounds). A
-/// finalist whose rounds spread out of line with the other finalists' (out_of_line's rule on the spread
-/// of its round medians) is never left out: it is not dropped on a disturbed measurement.
 /// The finalists to add when some finalist's rounds contradict its screen (SearchSettings::contradicted):
 /// those pick_finalists gives with such a finalist's rounds' median (refined, parallel to fin) in its screen's
 /// place, and not already in fin. Empty when no finalist's rounds contradict its screen.
 std::vector<std::size_t> finalists_again(const std::vector<BenchResult>& screened, const std::vector<std::size_t>& fin,
                                          const std::vector<BenchResult>& refined, const std::vector<std::string>& always,
                                          const SearchSettings& s);
+
+/// After at least `min_rounds`: whether a finalist is clearly out, i.e. its fastest round median is
+/// above the leader's median by more than max(out_margin, 2 x the leader's spread over its rounds). A
+/// finalist whose rounds spread out of line with the other finalists' (out_of_line's rule on the spread
+/// of its round medians) is never left out: it is not dropped on a disturbed measurement.
 bool clearly_out(const std::vector<double>& mine, const std::vector<double>& leader, const SearchSettings& s);
 
 /// A finalist of a round: what to time, and after SearchMeasurer::round its timing, or its refined row's
