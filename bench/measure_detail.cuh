@@ -134,6 +134,19 @@ struct KeptBuffer {
   char* data() const { return static_cast<char*>(p); }
 };
 
+/// [0, n) in four parts, each a whole number of `align` bytes but the last: `part(begin, end)` on each, the
+/// first on this thread and the others on threads of their own.
+template <class Part>
+void in_four_parts(std::size_t n, std::size_t align, Part&& part) {
+  constexpr std::size_t parts = 4;
+  const std::size_t size = ((n + align - 1) / align + parts - 1) / parts * align;
+  std::vector<std::thread> helpers;
+  for (std::size_t i = 1; i < parts && i * size < n; ++i)
+    helpers.emplace_back([&, i] { part(i * size, std::min(n, (i + 1) * size)); });
+  part(0, std::min(n, size));
+  for (std::thread& t : helpers) t.join();
+}
+
 /// memcpy on four threads above 16 MiB (one thread copies about 9 GB/s from pageable into pinned memory on an
 /// H200's host, four about 30): the copies into pinned memory a group's upload waits for.
 inline void copy_on_threads(char* to, const void* from, std::size_t n) {
@@ -142,13 +155,7 @@ inline void copy_on_threads(char* to, const void* from, std::size_t n) {
     std::memcpy(to, src, n);
     return;
   }
-  constexpr std::size_t parts = 4;
-  const std::size_t part = (n + parts - 1) / parts;
-  std::vector<std::thread> helpers;
-  for (std::size_t i = 1; i < parts && i * part < n; ++i)
-    helpers.emplace_back([=] { std::memcpy(to + i * part, src + i * part, std::min(part, n - i * part)); });
-  std::memcpy(to, src, std::min(part, n));
-  for (std::thread& t : helpers) t.join();
+  in_four_parts(n, 1, [&](std::size_t begin, std::size_t end) { std::memcpy(to + begin, src + begin, end - begin); });
 }
 
 /// Pinned memory the next group's inputs and references are copied into while the GPU runs the current one
@@ -298,15 +305,11 @@ class PinnedStaging {
   };
   /// One write per page, on four threads: the pages exist before CUDA is asked to lock them.
   static void touch_on_threads(void* p, std::size_t n) {
-    constexpr std::size_t page = 4096, parts = 4;
-    const std::size_t part = (n / page + parts - 1) / parts * page;
-    std::vector<std::thread> helpers;
-    for (std::size_t i = 0; i < parts && i * part < n; ++i)
-      helpers.emplace_back([=] {
-        volatile char* c = static_cast<char*>(p);
-        for (std::size_t at = i * part; at < std::min(n, (i + 1) * part); at += page) c[at] = 0;
-      });
-    for (std::thread& t : helpers) t.join();
+    constexpr std::size_t page = 4096;
+    volatile char* c = static_cast<char*>(p);
+    in_four_parts(n, page, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t at = begin; at < end; at += page) c[at] = 0;
+    });
   }
 
   std::mutex mutex_;
