@@ -342,6 +342,11 @@ int run_bench(int argc, char** argv) {
     const GpuMeasurer::Staging staging = measurer.staging();
     std::cerr << "; " << staging.buffers << " pinned staging buffer" << (staging.buffers == 1 ? "" : "s") << " of "
               << (staging.bytes >> 20) << " MiB, registered in " << number(staging.registering_s) << " s\n";
+    const GpuMeasurer::OnDevice on_device = measurer.on_device();
+    std::cerr << "ktune_bench: " << on_device.groups << " groups' inputs and references drawn and computed on the GPU, "
+              << on_device.checked << " of them against the host's\n";
+    search_context.emplace_back("prep_on_device", std::to_string(on_device.groups));
+    search_context.emplace_back("prep_on_device_checked", std::to_string(on_device.checked));
     search_context.emplace_back("prep_threads", std::to_string(measurer.prefetch_threads()));
     search_context.emplace_back("prep_ahead", std::to_string(h.ahead));
     search_context.emplace_back("prep_staged", std::to_string(h.staged));

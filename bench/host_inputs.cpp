@@ -54,6 +54,7 @@ std::string fill(const Harness& harness, const Spec& spec, const HostRequest& r,
   if (harness_bytes != g.bytes_moved)
     return "the harness's tensors move " + std::to_string(static_cast<long long>(harness_bytes)) +
            " bytes per call, spec.json says " + std::to_string(static_cast<long long>(g.bytes_moved));
+  if (!r.inputs) return {};
   g.inputs.resize(g.tensors.size());
   for (std::size_t t = 0; t < g.tensors.size(); ++t) g.inputs[t].resize(g.tensors[t].bytes());
   harness.fill_inputs(r.shape, r.dtype, r.seed, g.inputs);
@@ -79,7 +80,8 @@ std::string fill(const Harness& harness, const Spec& spec, const HostRequest& r,
 }  // namespace
 
 std::string HostRequest::describe() const {
-  return op + "/" + name(dtype) + "/" + shape.key() + (wide ? " (wide values)" : reference ? "" : " (inputs only)");
+  return op + "/" + name(dtype) + "/" + shape.key() +
+         (wide ? " (wide values)" : !inputs ? " (on the GPU)" : reference ? "" : " (inputs only)");
 }
 
 std::vector<double> chunk_norms(const std::vector<double>& ref) {

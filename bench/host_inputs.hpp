@@ -29,6 +29,9 @@ struct HostRequest {
   Shape shape;
   std::uint64_t seed = 0;
   bool reference = true;  ///< the gate needs it; rounds of timing only do not
+  /// false: the tensors alone, neither inputs nor reference (the GPU draws and computes them: a
+  /// DevicePreparation, ktune/harness.hpp).
+  bool inputs = true;
   bool wide = false;      ///< --value-range wide (implies the reference: it bounds the widening)
   /// What preparing it costs, roughly (bytes of its inputs and float64 references): workers start the
   /// costliest within their look-ahead first. Not part of what the group is.
@@ -36,7 +39,7 @@ struct HostRequest {
 
   bool operator==(const HostRequest& o) const {
     return op == o.op && dtype == o.dtype && shape.key() == o.shape.key() && seed == o.seed &&
-           reference == o.reference && wide == o.wide;
+           reference == o.reference && inputs == o.inputs && wide == o.wide;
   }
   /// "op/dtype/shape" and the kind: for messages.
   std::string describe() const;

@@ -92,7 +92,7 @@ void GpuMeasurer::expect(const std::vector<Upcoming>& order) {
     // With wide values, a reference that runs S on the GPU is computed with the inputs when the group begins.
     const Harness* h = HarnessRegistry::global().find(u.op);
     if (r.reference && h && h->reference_uses_gpu()) continue;
-    if (h) {  // its cost orders the workers; the largest group sizes the pinned buffers bytes are staged in
+    if (h && r.inputs) {  // its cost orders the workers; the largest group sizes the pinned buffers bytes are staged in
       try {
         const std::size_t bytes = PinnedStaging::layout(h->tensors(r.shape, r.dtype), r.reference);
         r.cost = static_cast<double>(bytes);
@@ -118,6 +118,8 @@ GpuMeasurer::Staging GpuMeasurer::staging() const {
   st.buffers = s_->pinned.ready(st.bytes, st.registering_s);
   return st;
 }
+
+GpuMeasurer::OnDevice GpuMeasurer::on_device() const { return {s_->groups_on_device, s_->groups_on_device_checked}; }
 
 void GpuMeasurer::set_search(const TimingSettings& screen, const TimingSettings& rounds) {
   s_->screen = screen;

@@ -120,6 +120,12 @@ class GpuMeasurer : public SearchMeasurer {
     double registering_s = 0;
   };
   Staging staging() const;
+  /// Groups whose inputs and references the GPU drew and computed (a DevicePreparation), and how many of
+  /// them the host prepared as well, as a check.
+  struct OnDevice {
+    std::size_t groups = 0, checked = 0;
+  };
+  OnDevice on_device() const;
   /// Warnings for the run's summary (e.g. the device comparison turned off).
   const std::vector<std::string>& warnings() const;
 

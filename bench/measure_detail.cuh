@@ -18,10 +18,12 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -398,6 +400,13 @@ struct GpuMeasurer::State {
   std::vector<double*> reference_dev;
   DeviceCompareScratch scratch;
 
+  // Inputs and references drawn and computed on the GPU (a DevicePreparation): the current group's, or
+  // null when the host prepared it; the ops whose preparation disagreed with the host's (prepared on the
+  // host for the rest of the run); and how many groups were prepared there, and checked against the host.
+  const DevicePreparation* on_device = nullptr;
+  std::set<std::string> preparation_off;
+  std::size_t groups_on_device = 0, groups_on_device_checked = 0;
+
   // The halving search: the screen's settings, and per finalist a timer prepared on its first round.
   TimingSettings screen = screen_timing(false), rounds = full_timing();
   struct Prepared {
@@ -430,6 +439,18 @@ struct GpuMeasurer::State {
   /// Drops the group's buffers (their kept allocations stay for the next group) and hands its host
   /// memory to a worker to free.
   void release();
+  /// After the reference's upload: the outputs' pinned staging and the gate's guarded set.
+  std::string prepare_gate_set();
+  /// reference_dev: a float64 buffer per output, on the device.
+  Status reserve_reference_dev();
+  /// The group's inputs (pristine) and references (reference_dev) drawn and computed by `on_device`.
+  Status prepare_on_device();
+  /// Where the GPU's inputs and references differ from the host's `host` and `ref` (empty when they do
+  /// not): inputs bitwise, references within 1e-12 relative (two libms' last bits).
+  std::string preparation_disagreement(const HostTensors& host, const std::vector<std::vector<double>>& ref);
+  /// `reference` and `ref_norms` on the host: copied back from the device when the GPU computed them and
+  /// the host compares (the device comparison turned off).
+  Status ensure_host_reference();
 
   // ---- the gate (measure_gate.cu)
   /// The gate set before a checked run: write-only outputs poisoned, in-place tensors as drawn, and
@@ -525,7 +546,31 @@ struct GpuMeasurer::State {
     const Harness* h = HarnessRegistry::global().find(g_op);
     r.reference = wide_values || (with_reference && !(h && h->reference_uses_gpu()));
     r.wide = wide_values;
+    // A group the GPU prepares: the host draws and computes it too when it is small, as a check of the GPU's.
+    if (h && device_preparation(g_op)) {
+      if (checked_on_host(*h, g_shape, g_dtype)) r.reference = true;
+      else r.inputs = r.reference = false;
+    }
     return r;
+  }
+  /// The op's DevicePreparation for its groups now, or null: none, wide values (the widening is the host's),
+  /// or turned off for the run by a disagreement with the host.
+  const DevicePreparation* device_preparation(const std::string& g_op) const {
+    if (wide_values || preparation_off.count(g_op)) return nullptr;
+    return HarnessRegistry::global().device_preparation(g_op);
+  }
+  /// Groups up to this many bytes of inputs and references are prepared on the host as well when the GPU
+  /// prepares them (every act-and-mul group up to 128 tokens): a check on several shapes of each dtype per run.
+  static constexpr std::size_t host_check_bytes = std::size_t{64} << 20;
+  static bool checked_on_host(const Harness& h, const Shape& shape, DType dtype) {
+    std::size_t bytes = 0;
+    try {
+      for (const TensorInfo& t : h.tensors(shape, dtype))
+        bytes += (t.access != Access::write ? t.bytes() : 0) + (t.is_output() ? t.elements * sizeof(double) : 0);
+    } catch (const std::exception&) {
+      return true;  // the host prepares it, and its failure names the harness's reason
+    }
+    return bytes <= host_check_bytes;
   }
 };
 

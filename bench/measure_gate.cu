@@ -235,6 +235,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
   // Compared on the device when it may (the first gate of each shape on the host as well, as a check
   // of the device comparison), else copied back and compared on the host.
   auto host_compare = [&](std::vector<Comparison>& out) -> Status {
+    KTUNE_TRY(s.ensure_host_reference());
     PartScope copy(s.phases, "gate.host_copy");
     KTUNE_TRY(s.copy_outputs_back());
     KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
@@ -262,7 +263,9 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
   {
     const bool on_device = s.device_compare && !s.device_compare_off && s.reference_dev.size() == s.outputs.size();
     st = on_device ? compare_on_device(comparisons) : host_compare(comparisons);
-    if (st.ok() && on_device && !s.cross_checked) {
+    // A group the GPU prepared has the host's reference only when small enough for the host to check
+    // it: a larger one is not cross-checked (its reference stays on the device).
+    if (st.ok() && on_device && !s.cross_checked && s.reference.size() == s.outputs.size()) {
       s.cross_checked = true;
       if (settled_later) {
         st = s.start_cross_check(item.name, comparisons);

@@ -3,6 +3,7 @@
 // pristine copy and its digests, the reference on the device and the gate's guarded set; and their release.
 #include "measure_detail.cuh"
 
+#include <cmath>
 #include <exception>
 
 #include <ktune/fill.cuh>
@@ -90,6 +91,7 @@ void GpuMeasurer::State::release() {
   outputs.clear();
   host_offsets.clear();
   harness = nullptr;
+  on_device = nullptr;
   checked = nullptr;
   bytes_moved = 0;
   batch_for_us = 0;
@@ -113,9 +115,10 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   s.shape = g.shape;
   s.tol = spec->second.tolerance_for(g.dtype);
   s.seed = shape_seed(s.run_seed, g.op, g.dtype, g.shape.key());
+  s.on_device = s.device_preparation(g.op);
 
   // The host side (inputs, float64 reference): prepared ahead on other cores when the run said it
-  // would begin this group (expect), else here.
+  // would begin this group (expect), else here; the tensors alone when the GPU prepares the group.
   HostGroup hg = s.prefetch->take(s.host_request(g.op, g.dtype, g.shape, with_reference));
   if (!hg.error.empty()) return hg.error;
   // The pinned copy the stager made is handed back once the uploads below are done (or abandoned).
@@ -155,7 +158,7 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
     return std::string("cudaMalloc of the pristine inputs: ") + cudaGetErrorString(e);
   s.pristine = s.kept_pristine.data();
 
-  auto prepare = [&]() -> Status {
+  auto upload_inputs = [&]() -> Status {
     const auto upload0 = std::chrono::steady_clock::now();
     for (std::size_t t = 0; t < s.tensors.size(); ++t)
       if (s.tensors[t].access != Access::write && s.tensors[t].bytes())
@@ -165,6 +168,26 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
                                        t < s.group_staged.input_at.size() ? s.group_staged.input_at[t] : SIZE_MAX, s.tensors[t].bytes()));
     KTUNE_CUDA_TRY(cudaStreamSynchronize(s.stream));
     s.upload_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - upload0).count();
+    return Status::success();
+  };
+  auto prepare = [&]() -> Status {
+    if (s.on_device) {
+      PartScope part(s.phases, "prepare.on_device");
+      KTUNE_TRY(s.prepare_on_device());
+      ++s.groups_on_device;
+      if (!host.empty()) {  // a small group: the host drew and computed it too
+        ++s.groups_on_device_checked;
+        if (std::string why = s.preparation_disagreement(host, s.reference); !why.empty()) {
+          // The host's inputs and reference stand; the op is prepared on the host for the rest of the run.
+          s.warnings.push_back(g.op + "/" + name(g.dtype) + "/" + g.shape.key() + ": " + why +
+                               ": this group and every later one of " + g.op + " are prepared on the host");
+          s.preparation_off.insert(g.op);
+          s.on_device = nullptr;
+          s.reference_dev.clear();
+        }
+      }
+    }
+    if (!s.on_device) KTUNE_TRY(upload_inputs());
     PartScope sets(s.phases, "prepare.sets");
     KTUNE_TRY(s.restore_rotation());
     for (std::size_t set = 0; set < s.rotations; ++set) {
@@ -208,6 +231,7 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
 
 std::string GpuMeasurer::prepare_gate(const HostTensors& host) {
   State& s = *s_;
+  if (s.on_device) return s.prepare_gate_set();  // the GPU computed the reference with the inputs
   if (s.reference.empty() && !s.outputs.empty()) {  // a reference the host workers did not compute
     try {
       s.reference = s.harness->reference(s.shape, s.dtype, host);
@@ -219,74 +243,136 @@ std::string GpuMeasurer::prepare_gate(const HostTensors& host) {
   if (s.reference.size() != s.outputs.size())
     return "the harness's reference has " + std::to_string(s.reference.size()) + " outputs, its tensors " +
            std::to_string(s.outputs.size());
-  std::size_t host_bytes = 0;
   const bool norms_known = s.ref_norms.size() == s.reference.size();
   if (!norms_known) s.ref_norms.clear();
-  s.host_offsets.clear();
   for (std::size_t o = 0; o < s.outputs.size(); ++o) {
     const TensorInfo& t = s.tensors[s.outputs[o]];
     if (s.reference[o].size() != t.elements)
       return "the harness's reference of " + t.name + " has " + std::to_string(s.reference[o].size()) +
              " elements, the tensor " + std::to_string(t.elements);
     if (!norms_known) s.ref_norms.push_back(chunk_norms(s.reference[o]));
-    s.host_offsets.push_back(host_bytes);
-    host_bytes += t.bytes();
   }
-  void* p = nullptr;
-  cudaError_t e = s.kept_host_out.reserve(host_bytes);
-  if (e != cudaSuccess) return std::string("cudaMallocHost of the output staging: ") + cudaGetErrorString(e);
-  s.host_out = s.kept_host_out.data();
   if (s.device_compare && !s.device_compare_off) {
-    std::vector<std::size_t> at;
-    std::size_t bytes = 0;
-    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
-      at.push_back(bytes);
-      bytes += (s.reference[o].size() * sizeof(double) + tensor_alignment - 1) / tensor_alignment * tensor_alignment;
-    }
-    e = s.kept_reference.reserve(bytes);
-    if (e != cudaSuccess) return std::string("cudaMalloc of the reference on the device: ") + cudaGetErrorString(e);
+    if (const Status st = s.reserve_reference_dev(); !st.ok()) return "the reference on the device: " + describe(st);
     const auto upload0 = std::chrono::steady_clock::now();
     for (std::size_t o = 0; o < s.outputs.size(); ++o) {
-      s.reference_dev.push_back(reinterpret_cast<double*>(s.kept_reference.data() + at[o]));
       // On the measuring stream: ordered before the comparisons (see the inputs' upload).
-      const Status up = s.upload_group_bytes(s.reference_dev.back(), s.reference[o].data(),
+      const Status up = s.upload_group_bytes(s.reference_dev[o], s.reference[o].data(),
                                              o < s.group_staged.reference_at.size() ? s.group_staged.reference_at[o] : SIZE_MAX,
                                              s.reference[o].size() * sizeof(double));
       if (!up.ok()) return "copying the reference to the device: " + describe(up);
     }
-    if ((e = cudaStreamSynchronize(s.stream)) != cudaSuccess)
+    if (const cudaError_t e = cudaStreamSynchronize(s.stream); e != cudaSuccess)
       return std::string("copying the reference to the device: ") + cudaGetErrorString(e);
     s.upload_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - upload0).count();
   }
+  return s.prepare_gate_set();
+}
+
+std::string GpuMeasurer::State::prepare_gate_set() {
+  // The outputs' pinned staging for the host's comparisons.
+  std::size_t host_bytes = 0;
+  host_offsets.clear();
+  for (std::size_t t : outputs) {
+    host_offsets.push_back(host_bytes);
+    host_bytes += tensors[t].bytes();
+  }
+  cudaError_t e = kept_host_out.reserve(host_bytes);
+  if (e != cudaSuccess) return std::string("cudaMallocHost of the output staging: ") + cudaGetErrorString(e);
+  host_out = kept_host_out.data();
 
   // The gate set: [guard | tensor | guard] per tensor in one allocation, or each tensor alone.
-  s.gate_ptr.assign(s.tensors.size(), nullptr);
-  if (s.separate_allocations) {
-    for (std::size_t t = 0; t < s.tensors.size(); ++t) {
-      e = cudaMalloc(&p, std::max<std::size_t>(s.tensors[t].bytes(), 1));
-      if (e != cudaSuccess) return std::string("cudaMalloc of the gate's ") + s.tensors[t].name + ": " + cudaGetErrorString(e);
-      s.gate_allocs.push_back(p);
-      s.gate_ptr[t] = static_cast<char*>(p);
+  gate_ptr.assign(tensors.size(), nullptr);
+  if (separate_allocations) {
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      void* p = nullptr;
+      e = cudaMalloc(&p, std::max<std::size_t>(tensors[t].bytes(), 1));
+      if (e != cudaSuccess) return std::string("cudaMalloc of the gate's ") + tensors[t].name + ": " + cudaGetErrorString(e);
+      gate_allocs.push_back(p);
+      gate_ptr[t] = static_cast<char*>(p);
     }
   } else {
     std::vector<std::size_t> at;
-    for (const TensorInfo& t : s.tensors) {
-      at.push_back(s.gate_arena_bytes + guard_bytes);
-      s.gate_arena_bytes += guard_bytes + (t.bytes() + tensor_alignment - 1) / tensor_alignment * tensor_alignment + guard_bytes;
+    for (const TensorInfo& t : tensors) {
+      at.push_back(gate_arena_bytes + guard_bytes);
+      gate_arena_bytes += guard_bytes + (t.bytes() + tensor_alignment - 1) / tensor_alignment * tensor_alignment + guard_bytes;
     }
-    if (s.gate_arena_bytes == 0) s.gate_arena_bytes = 2 * guard_bytes;
-    e = s.kept_gate.reserve(s.gate_arena_bytes);
-    if (e != cudaSuccess) return "cudaMalloc of the gate's guarded buffers (" + std::to_string(s.gate_arena_bytes) + " bytes): " + cudaGetErrorString(e);
-    s.gate_arena = s.kept_gate.data();
-    for (std::size_t t = 0; t < s.tensors.size(); ++t) s.gate_ptr[t] = s.gate_arena + at[t];
+    if (gate_arena_bytes == 0) gate_arena_bytes = 2 * guard_bytes;
+    e = kept_gate.reserve(gate_arena_bytes);
+    if (e != cudaSuccess) return "cudaMalloc of the gate's guarded buffers (" + std::to_string(gate_arena_bytes) + " bytes): " + cudaGetErrorString(e);
+    gate_arena = kept_gate.data();
+    for (std::size_t t = 0; t < tensors.size(); ++t) gate_ptr[t] = gate_arena + at[t];
   }
-  s.gate_dirty = true;
+  gate_dirty = true;
   try {
-    s.gate_args = s.harness->make_args(s.shape, s.dtype, std::vector<void*>(s.gate_ptr.begin(), s.gate_ptr.end()));
+    gate_args = harness->make_args(shape, dtype, std::vector<void*>(gate_ptr.begin(), gate_ptr.end()));
   } catch (const std::exception& ex) {
     return std::string("the harness failed: ") + ex.what();
   }
   return {};
+}
+
+Status GpuMeasurer::State::reserve_reference_dev() {
+  reference_dev.clear();
+  std::vector<std::size_t> at;
+  std::size_t bytes = 0;
+  for (std::size_t t : outputs) {
+    at.push_back(bytes);
+    bytes += (tensors[t].elements * sizeof(double) + tensor_alignment - 1) / tensor_alignment * tensor_alignment;
+  }
+  KTUNE_CUDA_TRY(kept_reference.reserve(bytes));
+  for (std::size_t a : at) reference_dev.push_back(reinterpret_cast<double*>(kept_reference.data() + a));
+  return Status::success();
+}
+
+Status GpuMeasurer::State::prepare_on_device() {
+  KTUNE_TRY(reserve_reference_dev());
+  std::vector<void*> ptrs;
+  for (std::size_t t = 0; t < tensors.size(); ++t) ptrs.push_back(pristine + offsets[t]);
+  KTUNE_TRY(on_device->prepare(shape, dtype, seed, ptrs, reference_dev, stream));
+  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+  return Status::success();
+}
+
+std::string GpuMeasurer::State::preparation_disagreement(const HostTensors& host, const std::vector<std::vector<double>>& ref) {
+  auto fail = [](const Status& st) { return "the GPU's inputs or reference could not be copied back: " + describe(st); };
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    if (tensors[t].access == Access::write || !tensors[t].bytes()) continue;
+    std::vector<std::byte> dev(tensors[t].bytes());
+    const Status st = Status::from_cuda(cudaMemcpy(dev.data(), pristine + offsets[t], dev.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    if (!st.ok()) return fail(st);
+    if (host[t].size() != dev.size()) return "the host drew " + std::to_string(host[t].size()) + " bytes of " + tensors[t].name;
+    const auto diff = std::mismatch(dev.begin(), dev.end(), host[t].begin());
+    if (diff.first != dev.end())
+      return "the GPU drew " + tensors[t].name + " other than the host, first at byte " + std::to_string(diff.first - dev.begin());
+  }
+  if (ref.size() != outputs.size()) return "the host computed " + std::to_string(ref.size()) + " references";
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    std::vector<double> dev(tensors[outputs[o]].elements);
+    const Status st = Status::from_cuda(
+        cudaMemcpy(dev.data(), reference_dev[o], dev.size() * sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    if (!st.ok()) return fail(st);
+    if (ref[o].size() != dev.size()) return "the host's reference of " + tensors[outputs[o]].name + " has another size";
+    for (std::size_t i = 0; i < dev.size(); ++i) {
+      const double a = dev[i], b = ref[o][i];
+      if (a == b || (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= 1e-12 * std::max(std::fabs(a), std::fabs(b))) continue;
+      return "the GPU's reference of " + tensors[outputs[o]].name + " is not the host's at [" + std::to_string(i) +
+             "]: " + std::to_string(a) + " against " + std::to_string(b);
+    }
+  }
+  return {};
+}
+
+Status GpuMeasurer::State::ensure_host_reference() {
+  if (reference.size() == outputs.size()) return Status::success();
+  reference.assign(outputs.size(), {});
+  ref_norms.clear();
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    reference[o].resize(tensors[outputs[o]].elements);
+    KTUNE_CUDA_TRY(cudaMemcpy(reference[o].data(), reference_dev.at(o), reference[o].size() * sizeof(double), cudaMemcpyDeviceToHost));
+    ref_norms.push_back(chunk_norms(reference[o]));
+  }
+  return Status::success();
 }
 
 }  // namespace ktune::bench

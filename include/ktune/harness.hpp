@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dtype.hpp"
+#include "status.hpp"
 
 namespace ktune {
 
@@ -76,6 +77,20 @@ class Harness {
   virtual std::shared_ptr<const void> make_args(const Shape& shape, DType dtype, const std::vector<void*>& device) const = 0;
 };
 
+/// An op's inputs and float64 reference computed on the GPU, for groups too large to draw and compute on the
+/// host quickly (bench/README.md, "Inputs and references on the GPU"): Harness::fill_inputs's values bit for
+/// bit, and Harness::reference's formula in float64 (the device's libm instead of the host's: last bits).
+/// Registered beside the op's Harness by register_original when its family names one (Family::DevicePreparation).
+class DevicePreparation {
+ public:
+  virtual ~DevicePreparation() = default;
+  /// Draws the inputs of `seed` into `tensors` (device memory, Harness::tensors() order; write-only tensors
+  /// are left alone) and writes the reference of each output, in tensors() order, into `reference`, on
+  /// `stream`. Unsupported shapes and dtypes return an error and write nothing.
+  virtual Status prepare(const Shape& shape, DType dtype, std::uint64_t seed, const std::vector<void*>& tensors,
+                         const std::vector<double*>& reference, cudaStream_t stream) const = 0;
+};
+
 class HarnessRegistry {
  public:
   static HarnessRegistry& global() {
@@ -92,10 +107,21 @@ class HarnessRegistry {
     auto it = harnesses_.find(op);
     return it == harnesses_.end() ? nullptr : it->second.get();
   }
+  void add_device_preparation(const std::string& op, std::unique_ptr<DevicePreparation> p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    on_device_.emplace(op, std::move(p));  // first registration wins, as for harnesses
+  }
+  /// The op's DevicePreparation, or null (its groups are drawn and computed on the host).
+  const DevicePreparation* device_preparation(const std::string& op) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = on_device_.find(op);
+    return it == on_device_.end() ? nullptr : it->second.get();
+  }
 
  private:
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<Harness>> harnesses_;
+  std::map<std::string, std::unique_ptr<DevicePreparation>> on_device_;
 };
 
 }  // namespace ktune

@@ -19,6 +19,7 @@
 
 #include <boost/hana.hpp>
 
+#include <type_traits>
 #include <vector>
 
 #include "dtype.hpp"
@@ -54,6 +55,11 @@ template <class Family, class E>
 KernelResources original_resources_erased(const void* a) {
   return Family::template original_resources<E>(*static_cast<const typename Family::template Args<E>*>(a));
 }
+/// Whether the family names a DevicePreparation (ktune/harness.hpp) for its op.
+template <class Family, class = void>
+struct has_device_preparation : std::false_type {};
+template <class Family>
+struct has_device_preparation<Family, std::void_t<typename Family::DevicePreparation>> : std::true_type {};
 }  // namespace detail
 
 /// Calls f(hana::type_c<Cfg>, point) for the feasible points of index Shard, Shard + Shards, ... of
@@ -94,10 +100,13 @@ void register_shard(Registry& registry = Registry::global()) {
 }
 
 /// Registers the family's original kernel S (id "original") for every element type, and the op's
-/// Harness (Family::Harness) for the benchmark and generic checks.
+/// Harness (Family::Harness) for the benchmark and generic checks, with its DevicePreparation when the
+/// family names one.
 template <class Family, int Arch>
 void register_original(Registry& registry = Registry::global()) {
   HarnessRegistry::global().add(std::make_unique<typename Family::Harness>());
+  if constexpr (detail::has_device_preparation<Family>::value)
+    HarnessRegistry::global().add_device_preparation(Family::name, std::make_unique<typename Family::DevicePreparation>());
   auto for_dtype = [&](auto element) {
     using E = decltype(element);
     Variant v;

@@ -1,5 +1,6 @@
 // kernels/gelu_and_mul/reference.hpp: the float64 CPU reference of gelu_and_mul, used by the tests and by the
-// benchmark's correctness gate. Host-only (g++ and nvcc).
+// benchmark's correctness gate. g++ and nvcc; its element
+// functions run on the device too (kernels/common/act_and_mul/device_preparation.cuh).
 //
 // Semantics: out[t, i] = gelu(x) * y with x = in[t, i], y = in[t, d + i], gelu(x) = x * Phi(x) =
 // 0.5 x (1 + erf(x / sqrt(2))), the exact (erf) GELU. The kernels compute in fp32 and round once to the storage
@@ -12,6 +13,8 @@
 //   a NaN in x or y gives NaN in out[t, i] and nowhere else.
 #pragma once
 
+#include <cuda_runtime_api.h>  // __host__ __device__ for host compilers too
+
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -22,9 +25,14 @@ namespace ktune::ops::gelu_and_mul {
 
 /// x Phi(x) with Phi(x) = erfc(-x / sqrt 2) / 2: the same value as 0.5 x (1 + erf(x / sqrt 2)), without that
 /// form's cancellation for x far below zero (1 + erf loses every digit there, even in float64).
-inline double gelu_reference(double x) { return 0.5 * x * std::erfc(-x * 0.70710678118654752440); }
+__host__ __device__ inline double gelu_reference(double x) { return 0.5 * x * erfc(-x * 0.70710678118654752440); }
 
-inline double gelu_and_mul_reference(double x, double y) { return gelu_reference(x) * y; }
+__host__ __device__ inline double gelu_and_mul_reference(double x, double y) { return gelu_reference(x) * y; }
+
+/// The reference of one element, as a type the device preparation takes.
+struct ElementReference {
+  __host__ __device__ double operator()(double x, double y) const { return gelu_and_mul_reference(x, y); }
+};
 
 /// out [tokens, d] dense (row stride d), from in [tokens, 2*d] with row stride in_stride (elements).
 /// \tparam E float, __half or __nv_bfloat16: the storage type of `in`

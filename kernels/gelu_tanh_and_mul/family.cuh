@@ -17,6 +17,7 @@
 #include <ktune/registry.hpp>
 #include <ktune/status.hpp>
 
+#include "../common/act_and_mul/device_preparation.cuh"
 #include "../common/act_and_mul/family.cuh"
 #include "args.hpp"
 #include "harness.hpp"
@@ -51,6 +52,7 @@ struct Family : Space, act_and_mul::Adapter<Op> {
   static constexpr const char* name = "gelu_tanh_and_mul";
   template <class E> using Args = ops::gelu_tanh_and_mul::Args<E>;
   using Harness = ops::gelu_tanh_and_mul::Harness;
+  using DevicePreparation = act_and_mul::DevicePreparation<Harness, ElementReference>;
 
   template <class E> static Status original_can_implement(const Args<E>& a) { return original::can_implement(a); }
   template <class E> static Status original_run(const Args<E>& a, cudaStream_t s) { return original::run(a, s); }

@@ -1,5 +1,6 @@
 // kernels/gelu_tanh_and_mul/reference.hpp: the float64 CPU reference of gelu_tanh_and_mul, used by the tests and by the
-// benchmark's correctness gate. Host-only (g++ and nvcc).
+// benchmark's correctness gate. g++ and nvcc; its element
+// functions run on the device too (kernels/common/act_and_mul/device_preparation.cuh).
 //
 // Semantics: out[t, i] = gelu_tanh(x) * y with x = in[t, i], y = in[t, d + i], gelu_tanh(x) =
 // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), the tanh approximation of GELU (as a formula: its own
@@ -12,6 +13,8 @@
 //   a NaN in x or y gives NaN in out[t, i] and nowhere else.
 #pragma once
 
+#include <cuda_runtime_api.h>  // __host__ __device__ for host compilers too
+
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -22,12 +25,17 @@ namespace ktune::ops::gelu_tanh_and_mul {
 
 /// 0.5 x (1 + tanh(u)) computed as x / (1 + exp(-2u)), the same value without the cancellation of
 /// 1 + tanh(u) for u far below zero.
-inline double gelu_tanh_reference(double x) {
+__host__ __device__ inline double gelu_tanh_reference(double x) {
   const double u = 0.79788456080286535588 * (x + 0.044715 * x * x * x);
-  return x / (1.0 + std::exp(-2.0 * u));
+  return x / (1.0 + exp(-2.0 * u));
 }
 
-inline double gelu_tanh_and_mul_reference(double x, double y) { return gelu_tanh_reference(x) * y; }
+__host__ __device__ inline double gelu_tanh_and_mul_reference(double x, double y) { return gelu_tanh_reference(x) * y; }
+
+/// The reference of one element, as a type the device preparation takes.
+struct ElementReference {
+  __host__ __device__ double operator()(double x, double y) const { return gelu_tanh_and_mul_reference(x, y); }
+};
 
 /// out [tokens, d] dense (row stride d), from in [tokens, 2*d] with row stride in_stride (elements).
 /// \tparam E float, __half or __nv_bfloat16: the storage type of `in`

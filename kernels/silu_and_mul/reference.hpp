@@ -1,5 +1,6 @@
 // kernels/silu_and_mul/reference.hpp: the float64 CPU reference of silu_and_mul, used by the tests and
-// by the benchmark's correctness gate. Host-only (g++ and nvcc).
+// by the benchmark's correctness gate. g++ and nvcc; its element
+// functions run on the device too (kernels/common/act_and_mul/device_preparation.cuh).
 //
 // Semantics: out[t, i] = silu(x) * y with x = in[t, i], y = in[t, d + i], silu(x) = x / (1 + exp(-x)).
 // The kernels compute in fp32 and round once to the storage type; this computes the same formula in
@@ -10,6 +11,8 @@
 //   a NaN in x or y gives NaN in out[t, i] and nowhere else.
 #pragma once
 
+#include <cuda_runtime_api.h>  // __host__ __device__ for host compilers too
+
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -18,9 +21,14 @@
 
 namespace ktune::ops::silu_and_mul {
 
-inline double silu_reference(double x) { return x / (1.0 + std::exp(-x)); }
+__host__ __device__ inline double silu_reference(double x) { return x / (1.0 + exp(-x)); }
 
-inline double silu_and_mul_reference(double x, double y) { return silu_reference(x) * y; }
+__host__ __device__ inline double silu_and_mul_reference(double x, double y) { return silu_reference(x) * y; }
+
+/// The reference of one element, as a type the device preparation takes.
+struct ElementReference {
+  __host__ __device__ double operator()(double x, double y) const { return silu_and_mul_reference(x, y); }
+};
 
 /// out [tokens, d] dense (row stride d), from in [tokens, 2*d] with row stride in_stride (elements).
 /// \tparam E float, __half or __nv_bfloat16: the storage type of `in`
