@@ -207,7 +207,14 @@ class CheckBatch {
   /// Every check on `stream`, their results in slot order: one fill, a launch per max_check_items checks, one
   /// copy back and one synchronisation.
   Status run(cudaStream_t stream, CheckScratch& scratch, std::vector<unsigned long long>& out) const {
-    out.assign(items_.size(), 0);
+    KTUNE_TRY(enqueue(stream, scratch));
+    KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+    collect(scratch, out);
+    return Status::success();
+  }
+  /// run() without its synchronisation, so that other work enqueued after it shares it: collect() reads the
+  /// results once `stream` is synchronised.
+  Status enqueue(cudaStream_t stream, CheckScratch& scratch) const {
     if (items_.empty()) return Status::success();
     KTUNE_TRY(scratch.ensure(items_.size()));
     KTUNE_CUDA_TRY(cudaMemsetAsync(scratch.word(), 0, items_.size() * sizeof(unsigned long long), stream));
@@ -232,13 +239,17 @@ class CheckBatch {
       blocks += mine;
     }
     KTUNE_TRY(launch());
-    KTUNE_CUDA_TRY(cudaMemcpyAsync(scratch.host(), scratch.word(), out.size() * sizeof out[0], cudaMemcpyDeviceToHost, stream));
-    KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+    KTUNE_CUDA_TRY(cudaMemcpyAsync(scratch.host(), scratch.word(), items_.size() * sizeof(unsigned long long),
+                                   cudaMemcpyDeviceToHost, stream));
+    return Status::success();
+  }
+  /// The results of enqueue(), in slot order, once its stream is synchronised.
+  void collect(const CheckScratch& scratch, std::vector<unsigned long long>& out) const {
+    out.assign(items_.size(), 0);
     for (std::size_t i = 0; i < out.size(); ++i) {
       const unsigned long long r = scratch.host()[i];
       out[i] = items_[i].digest ? r : (r == 0 ? ULLONG_MAX : ~r);  // a first difference comes back complemented
     }
-    return Status::success();
   }
 
  private:

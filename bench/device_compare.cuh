@@ -92,7 +92,9 @@ __global__ void compare_kernel(const T* __restrict__ out, const double* __restri
 
 }  // namespace detail
 
-/// Device memory for one comparison's totals, reused across comparisons.
+/// Device memory for the totals of a few comparisons at once (one per output of a call), reused, and
+/// pinned host memory they start from and come back into: a pageable copy of a few bytes each way cost a
+/// comparison a host round trip of its own.
 class DeviceCompareScratch {
  public:
   DeviceCompareScratch() = default;
@@ -100,39 +102,60 @@ class DeviceCompareScratch {
   DeviceCompareScratch& operator=(const DeviceCompareScratch&) = delete;
   ~DeviceCompareScratch() {
     if (acc_) cudaFree(acc_);
+    if (host_) cudaFreeHost(host_);
   }
-  Status ensure() {
-    if (!acc_) KTUNE_CUDA_TRY(cudaMalloc(&acc_, sizeof(detail::CompareAcc)));
+  /// At least `slots` comparisons' totals.
+  Status ensure(std::size_t slots = 1) {
+    if (slots <= slots_) return Status::success();
+    if (acc_) cudaFree(acc_);
+    if (host_) cudaFreeHost(host_);
+    acc_ = host_ = nullptr;
+    slots_ = 0;
+    KTUNE_CUDA_TRY(cudaMalloc(&acc_, slots * sizeof(detail::CompareAcc)));
+    KTUNE_CUDA_TRY(cudaMallocHost(&host_, (slots + 1) * sizeof(detail::CompareAcc)));
+    *host_ = detail::CompareAcc{};  // the start of every comparison; the slots' totals come back after it
+    slots_ = slots;
     return Status::success();
   }
-  detail::CompareAcc* acc() const { return acc_; }
+  detail::CompareAcc* acc(std::size_t slot = 0) const { return acc_ + slot; }
+  const detail::CompareAcc* init() const { return host_; }
+  detail::CompareAcc* back(std::size_t slot = 0) const { return host_ + 1 + slot; }
 
  private:
   detail::CompareAcc* acc_ = nullptr;
+  detail::CompareAcc* host_ = nullptr;
+  std::size_t slots_ = 0;
 };
 
-/// Compares n outputs `out` (device memory) with their float64 reference `ref` (device memory) under
-/// `tol`, like ktune::compare on the host; synchronises `stream`.
+/// Enqueues the comparison of n outputs `out` (device memory) with their float64 reference `ref` (device
+/// memory) on `stream`, its totals into `slot` of `scratch` (ensured for it) and copied back: nothing is
+/// waited for. compare_finish reads them once the stream is synchronised.
 template <class T>
-Status device_compare(const T* out, const double* ref, std::size_t n, Tolerance tol, cudaStream_t stream,
-                      DeviceCompareScratch& scratch, Comparison& c) {
-  c = Comparison{};
-  c.count = n;
-  KTUNE_TRY(scratch.ensure());
-  const detail::CompareAcc init{};
-  KTUNE_CUDA_TRY(cudaMemcpyAsync(scratch.acc(), &init, sizeof init, cudaMemcpyHostToDevice, stream));
+Status compare_enqueue(const T* out, const double* ref, std::size_t n, Tolerance tol, cudaStream_t stream,
+                       DeviceCompareScratch& scratch, std::size_t slot = 0) {
+  KTUNE_TRY(scratch.ensure(slot + 1));
+  KTUNE_CUDA_TRY(cudaMemcpyAsync(scratch.acc(slot), scratch.init(), sizeof(detail::CompareAcc), cudaMemcpyHostToDevice, stream));
   if (n > 0) {
     int device = 0, sms = 1;
     KTUNE_CUDA_TRY(cudaGetDevice(&device));
     KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     const std::size_t wanted = (n + 255) / 256;
     const unsigned blocks = static_cast<unsigned>(wanted < static_cast<std::size_t>(sms) * 16 ? wanted : static_cast<std::size_t>(sms) * 16);
-    detail::compare_kernel<T><<<blocks, 256, 0, stream>>>(out, ref, n, poison_bits<T>(), tol.atol, tol.rtol, scratch.acc());
+    detail::compare_kernel<T><<<blocks, 256, 0, stream>>>(out, ref, n, poison_bits<T>(), tol.atol, tol.rtol, scratch.acc(slot));
     KTUNE_CUDA_TRY(cudaGetLastError());
   }
-  detail::CompareAcc acc;
-  KTUNE_CUDA_TRY(cudaMemcpyAsync(&acc, scratch.acc(), sizeof acc, cudaMemcpyDeviceToHost, stream));
-  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+  KTUNE_CUDA_TRY(cudaMemcpyAsync(scratch.back(slot), scratch.acc(slot), sizeof(detail::CompareAcc), cudaMemcpyDeviceToHost, stream));
+  return Status::success();
+}
+
+/// The comparison compare_enqueue put in `slot`, after `stream` was synchronised (a failing one reads its
+/// first bad element back: one more synchronisation).
+template <class T>
+Status compare_finish(const T* out, const double* ref, std::size_t n, Tolerance tol, cudaStream_t stream,
+                      const DeviceCompareScratch& scratch, Comparison& c, std::size_t slot = 0) {
+  const detail::CompareAcc acc = *scratch.back(slot);
+  c = Comparison{};
+  c.count = n;
   c.unwritten = static_cast<std::size_t>(acc.unwritten);
   c.mismatched = static_cast<std::size_t>(acc.mismatched);
   if (acc.first_unwritten != ULLONG_MAX) c.first_unwritten = static_cast<std::size_t>(acc.first_unwritten);
@@ -153,6 +176,16 @@ Status device_compare(const T* out, const double* ref, std::size_t n, Tolerance 
   c.rel_l2 = relative_l2(acc.err2, acc.ref2, n, tol.l2_floor());
   c.passed = c.mismatched == 0 && c.rel_l2 <= tol.rel_l2;
   return Status::success();
+}
+
+/// Compares n outputs `out` (device memory) with their float64 reference `ref` (device memory) under
+/// `tol`, like ktune::compare on the host; synchronises `stream`.
+template <class T>
+Status device_compare(const T* out, const double* ref, std::size_t n, Tolerance tol, cudaStream_t stream,
+                      DeviceCompareScratch& scratch, Comparison& c) {
+  KTUNE_TRY(compare_enqueue(out, ref, n, tol, stream, scratch));
+  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+  return compare_finish(out, ref, n, tol, stream, scratch, c);
 }
 
 }  // namespace ktune::bench

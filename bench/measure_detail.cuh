@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -459,8 +460,10 @@ struct GpuMeasurer::State {
 
   /// After a checked run: every guard zone bitwise intact and every read-only input bitwise as drawn
   /// (`verdict` gets the judge's message for the first violation, empty when none), and the digests of
-  /// the outputs (in outputs order). One synchronisation whatever the number of tensors.
-  Status check_buffers(const std::string& when, std::string& verdict, std::vector<std::uint64_t>& output_digests);
+  /// the outputs (in outputs order). One synchronisation whatever the number of tensors, shared with what
+  /// `also` enqueues after the checks (the first run's device comparison).
+  Status check_buffers(const std::string& when, std::string& verdict, std::vector<std::uint64_t>& output_digests,
+                       const std::function<Status()>& also = nullptr);
 
   /// The gate set's outputs into host_out, on the stream (not waited for).
   Status copy_outputs_back();

@@ -5,6 +5,7 @@
 #include "measure_detail.cuh"
 
 #include <cmath>
+#include <functional>
 #include <system_error>
 #include <thread>
 
@@ -93,7 +94,8 @@ Status GpuMeasurer::State::reset_gate() {
   return Status::success();
 }
 
-Status GpuMeasurer::State::check_buffers(const std::string& when, std::string& verdict, std::vector<std::uint64_t>& output_digests) {
+Status GpuMeasurer::State::check_buffers(const std::string& when, std::string& verdict, std::vector<std::uint64_t>& output_digests,
+                                         const std::function<Status()>& also) {
   verdict.clear();
   CheckBatch batch;  // the guard zones, then the read-only inputs' digests, then the outputs'
   std::vector<std::size_t> zone_of;  // the tensor of each zone pair
@@ -112,8 +114,11 @@ Status GpuMeasurer::State::check_buffers(const std::string& when, std::string& v
       batch.digest({gate_ptr[t], tensors[t].bytes(), 0});
     }
   for (std::size_t t : outputs) batch.digest({gate_ptr[t], tensors[t].bytes(), 0});
+  KTUNE_TRY(batch.enqueue(stream, check_scratch));
+  if (also) KTUNE_TRY(also());
+  KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
   std::vector<unsigned long long> r;
-  KTUNE_TRY(batch.run(stream, check_scratch, r));
+  batch.collect(check_scratch, r);
 
   for (std::size_t z = 0; z < 2 * zone_of.size(); ++z) {
     if (r[z] == ULLONG_MAX) continue;
@@ -193,7 +198,8 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
   }
   // One checked run: shared memory scribbled, the call, the whole device synchronised (work a variant
   // put on a stream of its own included), guard zones and read-only inputs checked.
-  auto checked_run = [&](std::uint32_t scribble, const std::string& when, std::vector<std::uint64_t>& out_digests) -> bool {
+  auto checked_run = [&](std::uint32_t scribble, const std::string& when, std::vector<std::uint64_t>& out_digests,
+                         const std::function<Status()>& also = nullptr) -> bool {
     PartScope reset(s.phases, "gate.reset");
     Status st = s.reset_gate();
     if (st.ok()) st = scribble_shared_memory(scribble, s.stream);
@@ -219,7 +225,7 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
     }
     std::string verdict;
     PartScope checks(s.phases, "gate.buffer_checks");
-    st = s.check_buffers(when, verdict, out_digests);
+    st = s.check_buffers(when, verdict, out_digests, also);
     checks.stop();
     if (!st.ok()) {
       s.cuda_failure(r, "error: checking the gate's buffers: ", st);
@@ -229,8 +235,27 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
     r.error = verdict;
     return verdict.empty();
   };
+  // The first run's outputs are compared on the device when it may: enqueued after its buffer checks, one
+  // synchronisation for both (read below, once the checks passed).
+  const bool on_device = s.device_compare && !s.device_compare_off && s.reference_dev.size() == s.outputs.size();
+  auto for_each_output = [&](auto&& f) -> Status {
+    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
+      const std::size_t t = s.outputs[o];
+      KTUNE_TRY(visit_tensor_type(s.tensors[t], s.dtype, [&](auto e) {
+        using T = decltype(e);
+        return f(o, reinterpret_cast<const T*>(s.gate_ptr[t]), s.tensors[t].elements);
+      }));
+    }
+    return Status::success();
+  };
+  auto enqueue_compare = [&]() -> Status {
+    return for_each_output([&](std::size_t o, auto* out, std::size_t n) {
+      return compare_enqueue(out, s.reference_dev[o], n, s.tol, s.stream, s.scratch, o);
+    });
+  };
   std::vector<std::uint64_t> first, second;  // digests of the outputs after each run
-  if (!checked_run(smem_scribble_first, "(the gate's first run)", first)) return false;
+  if (!checked_run(smem_scribble_first, "(the gate's first run)", first, on_device ? enqueue_compare : std::function<Status()>()))
+    return false;
 
   // Compared on the device when it may (the first gate of each shape on the host as well, as a check
   // of the device comparison), else copied back and compared on the host.
@@ -246,22 +271,14 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
   };
   auto compare_on_device = [&](std::vector<Comparison>& out) -> Status {
     PartScope part(s.phases, "gate.device_compare");
-    for (std::size_t o = 0; o < s.outputs.size(); ++o) {
-      const std::size_t t = s.outputs[o];
-      Comparison c;
-      KTUNE_TRY(visit_tensor_type(s.tensors[t], s.dtype, [&](auto e) {
-        using T = decltype(e);
-        return device_compare(reinterpret_cast<const T*>(s.gate_ptr[t]), s.reference_dev[o], s.tensors[t].elements, s.tol,
-                              s.stream, s.scratch, c);
-      }));
-      out.push_back(c);
-    }
-    return Status::success();
+    out.assign(s.outputs.size(), Comparison{});
+    return for_each_output([&](std::size_t o, auto* p, std::size_t n) {
+      return compare_finish(p, s.reference_dev[o], n, s.tol, s.stream, s.scratch, out[o], o);
+    });
   };
   std::vector<Comparison> comparisons;
   Status st = Status::success();
   {
-    const bool on_device = s.device_compare && !s.device_compare_off && s.reference_dev.size() == s.outputs.size();
     st = on_device ? compare_on_device(comparisons) : host_compare(comparisons);
     // A group the GPU prepared has the host's reference only when small enough for the host to check
     // it: a larger one is not cross-checked (its reference stays on the device).

@@ -100,8 +100,10 @@ struct SearchSettings {
   double prune_min_us = 50.0;
   /// Guided screens (screen_guides): a shape with an anchor screens only the variants its anchor found
   /// within guide_ratio of its best screen, those its anchor has no passing screen of, S, the incumbent
-  /// and the anchors' general_keep best geometric means. 0: every variant at every shape.
-  double guide_ratio = 1.3;
+  /// and the anchors' general_keep best geometric means. 0: every variant at every shape. 1.3 until
+  /// 2026-11-28: in ten guided tunes (H100, H200) every guided shape's winner screened within 1.156-1.176x
+  /// of the best at its anchor (p99 1.11-1.13), and 1.2 leaves out 6-7% of the screens (docs/scale.md).
+  double guide_ratio = 1.2;
   int general_keep = 5;
   /// Anchors guided too: of the anchors in token order, the second of each pair (16 after 1, 512 after 128,
   /// 8192 after 2048) screens what the first found within this (and S, the incumbent, the first anchors' best
