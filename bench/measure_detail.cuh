@@ -446,9 +446,10 @@ struct GpuMeasurer::State {
   Status reserve_reference_dev();
   /// The group's inputs (pristine) and references (reference_dev) drawn and computed by `on_device`.
   Status prepare_on_device();
-  /// Where the GPU's inputs and references differ from the host's `host` and `ref` (empty when they do
-  /// not): inputs bitwise, references within 1e-12 relative (two libms' last bits).
-  std::string preparation_disagreement(const HostTensors& host, const std::vector<std::vector<double>>& ref);
+  /// Where the GPU's inputs and references differ from the host's (`host`, `reference`): inputs bitwise,
+  /// references within 1e-12 relative (two libms' last bits). Empty when they agree, and then `reference`
+  /// and `ref_norms` are the GPU's: the host's comparisons check the device's on the same reference.
+  std::string check_preparation(const HostTensors& host);
   /// `reference` and `ref_norms` on the host: copied back from the device when the GPU computed them and
   /// the host compares (the device comparison turned off).
   Status ensure_host_reference();

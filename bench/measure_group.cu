@@ -177,7 +177,7 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
       ++s.groups_on_device;
       if (!host.empty()) {  // a small group: the host drew and computed it too
         ++s.groups_on_device_checked;
-        if (std::string why = s.preparation_disagreement(host, s.reference); !why.empty()) {
+        if (std::string why = s.check_preparation(host); !why.empty()) {
           // The host's inputs and reference stand; the op is prepared on the host for the rest of the run.
           s.warnings.push_back(g.op + "/" + name(g.dtype) + "/" + g.shape.key() + ": " + why +
                                ": this group and every later one of " + g.op + " are prepared on the host");
@@ -334,7 +334,8 @@ Status GpuMeasurer::State::prepare_on_device() {
   return Status::success();
 }
 
-std::string GpuMeasurer::State::preparation_disagreement(const HostTensors& host, const std::vector<std::vector<double>>& ref) {
+std::string GpuMeasurer::State::check_preparation(const HostTensors& host) {
+  const std::vector<std::vector<double>>& ref = reference;
   auto fail = [](const Status& st) { return "the GPU's inputs or reference could not be copied back: " + describe(st); };
   for (std::size_t t = 0; t < tensors.size(); ++t) {
     if (tensors[t].access == Access::write || !tensors[t].bytes()) continue;
@@ -347,8 +348,10 @@ std::string GpuMeasurer::State::preparation_disagreement(const HostTensors& host
       return "the GPU drew " + tensors[t].name + " other than the host, first at byte " + std::to_string(diff.first - dev.begin());
   }
   if (ref.size() != outputs.size()) return "the host computed " + std::to_string(ref.size()) + " references";
+  std::vector<std::vector<double>> gpu(outputs.size());
   for (std::size_t o = 0; o < outputs.size(); ++o) {
-    std::vector<double> dev(tensors[outputs[o]].elements);
+    std::vector<double>& dev = gpu[o];
+    dev.resize(tensors[outputs[o]].elements);
     const Status st = Status::from_cuda(
         cudaMemcpy(dev.data(), reference_dev[o], dev.size() * sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
     if (!st.ok()) return fail(st);
@@ -360,6 +363,10 @@ std::string GpuMeasurer::State::preparation_disagreement(const HostTensors& host
              "]: " + std::to_string(a) + " against " + std::to_string(b);
     }
   }
+  // The host's comparisons (the cross-check of the device's) read what the device's read, to the last bit.
+  reference = std::move(gpu);
+  ref_norms.clear();
+  for (const std::vector<double>& r : reference) ref_norms.push_back(chunk_norms(r));
   return {};
 }
 
