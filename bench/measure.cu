@@ -85,6 +85,8 @@ void GpuMeasurer::set_device_compare(bool on) { s_->device_compare = on; }
 void GpuMeasurer::set_trace(GpuTrace* trace) { s_->phases.trace = trace; }
 
 void GpuMeasurer::expect(const std::vector<Upcoming>& order) {
+  s_->upcoming = order;
+  s_->upcoming_next = 0;
   std::vector<HostRequest> requests;
   std::size_t largest = 0;
   for (const Upcoming& u : order) {

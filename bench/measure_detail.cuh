@@ -539,6 +539,10 @@ struct GpuMeasurer::State {
   PinnedStaging pinned;                 // before `prefetch`: its workers stage into it until they stop
   HostGroup::Staged group_staged;       // the current group's bytes in `pinned`, until they are uploaded
   std::unique_ptr<HostPrefetcher> prefetch;
+  // The groups the run said it will begin (expect) from the next one on: asked again of the workers when
+  // a group's preparation moves from the GPU to the host.
+  std::vector<Upcoming> upcoming;
+  std::size_t upcoming_next = 0;
   HostRequest host_request(const std::string& g_op, DType g_dtype, const Shape& g_shape, bool with_reference) const {
     HostRequest r;
     r.op = g_op;

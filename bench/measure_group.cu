@@ -120,6 +120,13 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
   // The host side (inputs, float64 reference): prepared ahead on other cores when the run said it
   // would begin this group (expect), else here; the tensors alone when the GPU prepares the group.
   HostGroup hg = s.prefetch->take(s.host_request(g.op, g.dtype, g.shape, with_reference));
+  for (std::size_t i = s.upcoming_next; i < s.upcoming.size(); ++i) {
+    const Upcoming& u = s.upcoming[i];
+    if (u.op == g.op && u.dtype == g.dtype && u.shape.key() == g.shape.key() && u.reference == with_reference) {
+      s.upcoming_next = i + 1;
+      break;
+    }
+  }
   if (!hg.error.empty()) return hg.error;
   // The pinned copy the stager made is handed back once the uploads below are done (or abandoned).
   s.group_staged = std::move(hg.staged);
@@ -184,6 +191,8 @@ std::string GpuMeasurer::prepare_group(const ShapeGroup& g, bool with_reference)
           s.preparation_off.insert(g.op);
           s.on_device = nullptr;
           s.reference_dev.clear();
+          // The workers prepare the op's later groups on the host from now on, ahead as for any other op.
+          expect(std::vector<Upcoming>(s.upcoming.begin() + static_cast<std::ptrdiff_t>(s.upcoming_next), s.upcoming.end()));
         }
       }
     }
