@@ -341,6 +341,15 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
 }
 
 Status GpuMeasurer::State::copy_outputs_back() {
+  // Pinned when a group first needs it, not when its gate is prepared: a group the GPU prepared past the
+  // host's check is compared on the device alone, and pinning its outputs' size (up to a gigabyte, each time
+  // the largest group so far grows it) cost the gate's preparation seconds for nothing.
+  if (!host_out) {
+    std::size_t bytes = 0;
+    for (std::size_t t : outputs) bytes += tensors[t].bytes();
+    KTUNE_CUDA_TRY(kept_host_out.reserve(bytes));
+    host_out = kept_host_out.data();
+  }
   for (std::size_t o = 0; o < outputs.size(); ++o) {
     const std::size_t t = outputs[o];
     KTUNE_CUDA_TRY(cudaMemcpyAsync(host_out + host_offsets[o], gate_ptr[t], tensors[t].bytes(), cudaMemcpyDeviceToHost, stream));

@@ -279,16 +279,14 @@ std::string GpuMeasurer::prepare_gate(const HostTensors& host) {
 }
 
 std::string GpuMeasurer::State::prepare_gate_set() {
-  // The outputs' pinned staging for the host's comparisons.
+  // Where each output lands in the pinned staging of the host's comparisons (reserved by the first copy back).
   std::size_t host_bytes = 0;
   host_offsets.clear();
   for (std::size_t t : outputs) {
     host_offsets.push_back(host_bytes);
     host_bytes += tensors[t].bytes();
   }
-  cudaError_t e = kept_host_out.reserve(host_bytes);
-  if (e != cudaSuccess) return std::string("cudaMallocHost of the output staging: ") + cudaGetErrorString(e);
-  host_out = kept_host_out.data();
+  cudaError_t e = cudaSuccess;
 
   // The gate set: [guard | tensor | guard] per tensor in one allocation, or each tensor alone.
   gate_ptr.assign(tensors.size(), nullptr);
