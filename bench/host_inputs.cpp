@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <utility>
 
@@ -113,6 +114,37 @@ HostGroup prepare_host(const Harness& harness, const Spec& spec, const HostReque
   for (const std::vector<double>& ref : g.reference) g.norms.push_back(chunk_norms(ref));
   g.cpu_s = thread_cpu_s() - cpu0;
   return g;
+}
+
+std::string preparation_disagreement(const std::vector<TensorInfo>& tensors, const HostTensors& host,
+                                     const std::vector<std::vector<double>>& reference, const HostTensors& gpu_inputs,
+                                     const std::vector<std::vector<double>>& gpu_reference) {
+  if (host.size() != tensors.size() || gpu_inputs.size() != tensors.size()) return "not every tensor was prepared";
+  std::vector<std::string> outputs;
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    if (tensors[t].is_output()) outputs.push_back(tensors[t].name);
+    if (tensors[t].access == Access::write) continue;
+    if (host[t].size() != tensors[t].bytes() || gpu_inputs[t].size() != tensors[t].bytes())
+      return tensors[t].name + " was drawn with another size";
+    const auto diff = std::mismatch(gpu_inputs[t].begin(), gpu_inputs[t].end(), host[t].begin());
+    if (diff.first != gpu_inputs[t].end())
+      return "the GPU drew " + tensors[t].name + " other than the host, first at byte " +
+             std::to_string(diff.first - gpu_inputs[t].begin());
+  }
+  if (reference.size() != outputs.size() || gpu_reference.size() != outputs.size())
+    return "the host computed " + std::to_string(reference.size()) + " references, the GPU " +
+           std::to_string(gpu_reference.size()) + ", for " + std::to_string(outputs.size()) + " outputs";
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    if (gpu_reference[o].size() != reference[o].size()) return "the references of " + outputs[o] + " differ in size";
+    for (std::size_t i = 0; i < reference[o].size(); ++i) {
+      const double a = gpu_reference[o][i], b = reference[o][i];
+      if (a == b || (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= 1e-12 * std::max(std::fabs(a), std::fabs(b))) continue;
+      char what[160];
+      std::snprintf(what, sizeof what, " is not the host's at [%zu]: %.17g against %.17g", i, a, b);
+      return "the GPU's reference of " + outputs[o] + what;
+    }
+  }
+  return {};
 }
 
 void widen(HostTensors& host, const std::vector<TensorInfo>& tensors, const Spec& spec, DType dtype, std::uint64_t seed,

@@ -72,6 +72,14 @@ struct HostGroup {
 /// a harness's exception becomes `error`.
 HostGroup prepare_host(const Harness& harness, const Spec& spec, const HostRequest& r);
 
+/// Where inputs and references the GPU drew and computed (`gpu_inputs`, `gpu_reference`: copied back) differ
+/// from the host's (`host`, `reference`) for the same request, or empty when they agree: every read tensor
+/// bitwise (the same uniform_at, ktune/random.hpp), every reference element equal, both NaN, or within 1e-12
+/// relative (the two sides' libms differ in their last bits; the tolerances of every spec are 1e-9 and wider).
+std::string preparation_disagreement(const std::vector<TensorInfo>& tensors, const HostTensors& host,
+                                     const std::vector<std::vector<double>>& reference, const HostTensors& gpu_inputs,
+                                     const std::vector<std::vector<double>>& gpu_reference);
+
 /// --value-range wide: every input scaled so its largest magnitude reaches `reach`, and one element in
 /// sixteen (a fixed, seed-dependent pick) set to exactly zero. Write-only tensors and index tensors (the
 /// spec's int32/int64 tensors, whose values are positions inside a promised range) are left alone.

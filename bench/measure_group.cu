@@ -3,7 +3,6 @@
 // pristine copy and its digests, the reference on the device and the gate's guarded set; and their release.
 #include "measure_detail.cuh"
 
-#include <cmath>
 #include <exception>
 
 #include <ktune/fill.cuh>
@@ -342,36 +341,25 @@ Status GpuMeasurer::State::prepare_on_device() {
 }
 
 std::string GpuMeasurer::State::check_preparation(const HostTensors& host) {
-  const std::vector<std::vector<double>>& ref = reference;
-  auto fail = [](const Status& st) { return "the GPU's inputs or reference could not be copied back: " + describe(st); };
-  for (std::size_t t = 0; t < tensors.size(); ++t) {
-    if (tensors[t].access == Access::write || !tensors[t].bytes()) continue;
-    std::vector<std::byte> dev(tensors[t].bytes());
-    const Status st = Status::from_cuda(cudaMemcpy(dev.data(), pristine + offsets[t], dev.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
-    if (!st.ok()) return fail(st);
-    if (host[t].size() != dev.size()) return "the host drew " + std::to_string(host[t].size()) + " bytes of " + tensors[t].name;
-    const auto diff = std::mismatch(dev.begin(), dev.end(), host[t].begin());
-    if (diff.first != dev.end())
-      return "the GPU drew " + tensors[t].name + " other than the host, first at byte " + std::to_string(diff.first - dev.begin());
-  }
-  if (ref.size() != outputs.size()) return "the host computed " + std::to_string(ref.size()) + " references";
-  std::vector<std::vector<double>> gpu(outputs.size());
-  for (std::size_t o = 0; o < outputs.size(); ++o) {
-    std::vector<double>& dev = gpu[o];
-    dev.resize(tensors[outputs[o]].elements);
-    const Status st = Status::from_cuda(
-        cudaMemcpy(dev.data(), reference_dev[o], dev.size() * sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
-    if (!st.ok()) return fail(st);
-    if (ref[o].size() != dev.size()) return "the host's reference of " + tensors[outputs[o]].name + " has another size";
-    for (std::size_t i = 0; i < dev.size(); ++i) {
-      const double a = dev[i], b = ref[o][i];
-      if (a == b || (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= 1e-12 * std::max(std::fabs(a), std::fabs(b))) continue;
-      return "the GPU's reference of " + tensors[outputs[o]].name + " is not the host's at [" + std::to_string(i) +
-             "]: " + std::to_string(a) + " against " + std::to_string(b);
+  HostTensors gpu_inputs(tensors.size());
+  std::vector<std::vector<double>> gpu_reference(outputs.size());
+  Status st = Status::success();
+  for (std::size_t t = 0; t < tensors.size() && st.ok(); ++t)
+    if (tensors[t].access != Access::write) {
+      gpu_inputs[t].resize(tensors[t].bytes());
+      st = Status::from_cuda(cudaMemcpy(gpu_inputs[t].data(), pristine + offsets[t], tensors[t].bytes(), cudaMemcpyDeviceToHost),
+                             "cudaMemcpy");
     }
+  for (std::size_t o = 0; o < outputs.size() && st.ok(); ++o) {
+    gpu_reference[o].resize(tensors[outputs[o]].elements);
+    st = Status::from_cuda(cudaMemcpy(gpu_reference[o].data(), reference_dev[o], gpu_reference[o].size() * sizeof(double),
+                                      cudaMemcpyDeviceToHost),
+                           "cudaMemcpy");
   }
+  if (!st.ok()) return "the GPU's inputs or reference could not be copied back: " + describe(st);
+  if (std::string why = preparation_disagreement(tensors, host, reference, gpu_inputs, gpu_reference); !why.empty()) return why;
   // The host's comparisons (the cross-check of the device's) read what the device's read, to the last bit.
-  reference = std::move(gpu);
+  reference = std::move(gpu_reference);
   ref_norms.clear();
   for (const std::vector<double>& r : reference) ref_norms.push_back(chunk_norms(r));
   return {};

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <condition_variable>
 #include <initializer_list>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "host_inputs.hpp"
@@ -311,7 +313,8 @@ TEST(HostPrefetcher, StopsWithWorkStillQueuedOrRunning) {
   {
     HostPrefetcher p([&](const HostRequest& r) { return w(r); }, 2, 4, 1 << 20);
     p.expect({request(1), request(2), request(3)});
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Both workers in a call before the prefetcher stops (a fixed 50 ms was too short on a loaded machine).
+    for (int waited = 0; w.calls < 2 && waited < 10000; ++waited) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::thread release([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       w.release();
@@ -395,6 +398,61 @@ TEST(PrepareHost, DrawsTheInputsAndComputesTheReferenceOnlyWhenAsked) {
   const HostGroup without = prepare_host(h, spec, square(64, false));
   EXPECT_TRUE(without.reference.empty());
   EXPECT_EQ(without.inputs, with.inputs);  // the same draw: rounds see the gate's inputs
+}
+
+TEST(PrepareHost, TheTensorsAloneWhenTheGpuPreparesTheGroup) {
+  SquareHarness h;
+  HostRequest r = square(64, false);
+  r.inputs = false;  // a group a DevicePreparation draws and computes
+  const HostGroup g = prepare_host(h, square_spec(), r);
+  ASSERT_TRUE(g.error.empty()) << g.error;
+  EXPECT_EQ(g.tensors.size(), 2u);
+  EXPECT_EQ(g.bytes_moved, 512);  // still checked against the spec
+  EXPECT_TRUE(g.inputs.empty());
+  EXPECT_TRUE(g.reference.empty());
+  EXPECT_EQ(g.held_bytes(), 0u);
+  EXPECT_FALSE(r == square(64, false));  // not the host-drawn group of the same shape
+  EXPECT_NE(r.describe().find("(on the GPU)"), std::string::npos);
+}
+
+// The benchmark's check of a group the GPU drew and computed (bench/measure_group.cu), on the host's data
+// and copies of it altered the ways a wrong device preparation would.
+TEST(PreparationDisagreement, InputsMustBeBitwiseAndReferencesWithinTwoLibmsLastBits) {
+  SquareHarness h;
+  const HostGroup g = prepare_host(h, square_spec(), square(64, true));
+  ASSERT_TRUE(g.error.empty()) << g.error;
+  auto check = [&](const HostTensors& in, const std::vector<std::vector<double>>& ref) {
+    return preparation_disagreement(g.tensors, g.inputs, g.reference, in, ref);
+  };
+  HostTensors same_in = g.inputs;
+  same_in[1].assign(7, std::byte{1});  // a write-only tensor is never compared: the GPU leaves it alone
+  EXPECT_EQ(check(same_in, g.reference), "");
+
+  std::vector<std::vector<double>> close = g.reference;
+  close[0][5] *= 1 + 4e-16;  // a libm's last bits
+  EXPECT_EQ(check(g.inputs, close), "");
+
+  HostTensors flipped = g.inputs;
+  flipped[0][4 * 9 + 1] ^= std::byte{1};  // one bit of element 9 (a fused multiply-add's rounding, say)
+  EXPECT_EQ(check(flipped, g.reference), "the GPU drew in other than the host, first at byte 37");
+
+  std::vector<std::vector<double>> off = g.reference;
+  off[0][17] *= 1 + 1e-9;  // a wrong formula that still passes a loose tolerance
+  EXPECT_NE(check(g.inputs, off).find("the GPU's reference of out is not the host's at [17]"), std::string::npos);
+
+  std::vector<std::vector<double>> nan = g.reference;
+  nan[0][3] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(check(g.inputs, nan), "");
+  std::vector<std::vector<double>> both = nan;
+  EXPECT_EQ(preparation_disagreement(g.tensors, g.inputs, nan, g.inputs, both), "");  // NaN where the host has NaN
+
+  std::vector<std::vector<double>> shorter = g.reference;
+  shorter[0].pop_back();
+  EXPECT_EQ(check(g.inputs, shorter), "the references of out differ in size");
+  EXPECT_NE(check(g.inputs, {}), "");
+  HostTensors missing = g.inputs;
+  missing[0].pop_back();
+  EXPECT_EQ(check(missing, g.reference), "in was drawn with another size");
 }
 
 TEST(PrepareHost, RefusesAHarnessThatDisagreesWithTheSpecAndCatchesItsExceptions) {
