@@ -280,8 +280,8 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
   Status st = Status::success();
   {
     st = on_device ? compare_on_device(comparisons) : host_compare(comparisons);
-    // A group the GPU prepared has the host's reference only when small enough for the host to check
-    // it: a larger one is not cross-checked (its reference stays on the device).
+    // A group the GPU prepared has the host's reference only where the host checked the GPU's (small
+    // groups, at their screens): a larger one is not cross-checked (its reference stays on the device).
     if (st.ok() && on_device && !s.cross_checked && s.reference.size() == s.outputs.size()) {
       s.cross_checked = true;
       if (settled_later) {

@@ -285,14 +285,13 @@ std::string GpuMeasurer::State::prepare_gate_set() {
     host_offsets.push_back(host_bytes);
     host_bytes += tensors[t].bytes();
   }
-  cudaError_t e = cudaSuccess;
 
   // The gate set: [guard | tensor | guard] per tensor in one allocation, or each tensor alone.
   gate_ptr.assign(tensors.size(), nullptr);
   if (separate_allocations) {
     for (std::size_t t = 0; t < tensors.size(); ++t) {
       void* p = nullptr;
-      e = cudaMalloc(&p, std::max<std::size_t>(tensors[t].bytes(), 1));
+      const cudaError_t e = cudaMalloc(&p, std::max<std::size_t>(tensors[t].bytes(), 1));
       if (e != cudaSuccess) return std::string("cudaMalloc of the gate's ") + tensors[t].name + ": " + cudaGetErrorString(e);
       gate_allocs.push_back(p);
       gate_ptr[t] = static_cast<char*>(p);
@@ -304,7 +303,7 @@ std::string GpuMeasurer::State::prepare_gate_set() {
       gate_arena_bytes += guard_bytes + (t.bytes() + tensor_alignment - 1) / tensor_alignment * tensor_alignment + guard_bytes;
     }
     if (gate_arena_bytes == 0) gate_arena_bytes = 2 * guard_bytes;
-    e = kept_gate.reserve(gate_arena_bytes);
+    const cudaError_t e = kept_gate.reserve(gate_arena_bytes);
     if (e != cudaSuccess) return "cudaMalloc of the gate's guarded buffers (" + std::to_string(gate_arena_bytes) + " bytes): " + cudaGetErrorString(e);
     gate_arena = kept_gate.data();
     for (std::size_t t = 0; t < tensors.size(); ++t) gate_ptr[t] = gate_arena + at[t];
