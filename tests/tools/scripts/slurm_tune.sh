@@ -127,13 +127,15 @@ until [[ -e "$tmp/slice-1-started" ]]; do
 done
 scontrol requeue "${array}_1"
 echo "slice 1 pre-empted (scontrol requeue ${array}_1) after $SECONDS s"
-# Slurm holds a re-queued job back for two minutes (Reason=BeginTime); the test lets it start at once.
+# Slurm holds a re-queued job back for two minutes (Reason=BeginTime): slurmd refuses a credential issued
+# in the same second as the one it revoked at the requeue ("already killed, do not launch batch job"), and
+# the task then ends FAILED. The test lets it start two seconds later, past that second.
 deadline=$((SECONDS + 60))
 until scontrol show job "${array}_1" | grep -q 'JobState=PENDING.*Reason=BeginTime'; do
   ((SECONDS < deadline)) || { echo "FAIL: slice 1 was not re-queued within 60 s"; scontrol show job; exit 1; }
   sleep 0.5
 done
-scontrol update JobId="${array}_1" StartTime=now
+scontrol update JobId="${array}_1" StartTime=now+2
 
 # ---- wait for the merge job to end (scontrol keeps ended jobs for MinJobAge, 300 s by default)
 state() { scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
