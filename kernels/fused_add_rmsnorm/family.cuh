@@ -7,6 +7,7 @@
 #include <ktune/registry.hpp>
 #include <ktune/status.hpp>
 
+#include "../common/norm_rows/device_preparation.cuh"
 #include "../common/norm_rows/family.cuh"
 #include "args.hpp"
 #include "harness.hpp"
@@ -19,6 +20,7 @@ namespace ktune::ops::fused_add_rmsnorm {
 struct Family : norm_rows::RowFamily<norm_rows::FusedAdd, Space, Args> {
   static constexpr const char* name = "fused_add_rmsnorm";
   using Harness = ops::fused_add_rmsnorm::Harness;
+  using DevicePreparation = norm_rows::DevicePreparation<norm_rows::FusedAdd, Draw, eps_of, overflow_threshold>;
 
   template <class E>
   static Status original_can_implement(const Args<E>& a) {

@@ -8,6 +8,7 @@
 #include <ktune/registry.hpp>
 #include <ktune/status.hpp>
 
+#include "../common/norm_rows/device_preparation.cuh"
 #include "../common/norm_rows/family.cuh"
 #include "args.hpp"
 #include "harness.hpp"
@@ -20,6 +21,7 @@ namespace ktune::ops::gemma_fused_add_rmsnorm {
 struct Family : norm_rows::RowFamily<norm_rows::GemmaFusedAdd, Space, Args> {
   static constexpr const char* name = "gemma_fused_add_rmsnorm";
   using Harness = ops::gemma_fused_add_rmsnorm::Harness;
+  using DevicePreparation = norm_rows::DevicePreparation<norm_rows::GemmaFusedAdd, Draw, eps_of, overflow_threshold>;
 
   template <class E>
   static Status original_can_implement(const Args<E>& a) {

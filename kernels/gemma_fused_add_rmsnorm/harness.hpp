@@ -1,5 +1,6 @@
 // kernels/gemma_fused_add_rmsnorm/harness.hpp: what the benchmark and the generic GPU checks need to run any
-// gemma_fused_add_rmsnorm variant on a spec shape (ktune::Harness). Host only.
+// gemma_fused_add_rmsnorm variant on a spec shape (ktune::Harness). Host code (g++ and nvcc)
+// but for input_value and Draw, which the GPU's preparation of a group calls too (family.cuh).
 #pragma once
 
 #include <cstddef>
@@ -28,7 +29,7 @@ enum class Tensor { input = 0, residual = 1, weight = 2 };
 /// Then |x| is in [4, 20], so rms(x) >= 4, |x| / rms(x) <= 5 and the normalised output has
 /// |.| <= 7.5 < 8 <= |input|; the new residual x differs from the old by the input, at least 8. A kernel
 /// that used the weight as w instead of 1 + w is caught. Inputs never zero.
-inline float input_value(Tensor t, std::uint64_t seed, std::uint64_t i) {
+__host__ __device__ inline float input_value(Tensor t, std::uint64_t seed, std::uint64_t i) {
   const std::uint64_t stream = seed * 3 + static_cast<std::uint64_t>(t);
   switch (t) {
     case Tensor::input: {
@@ -39,6 +40,14 @@ inline float input_value(Tensor t, std::uint64_t seed, std::uint64_t i) {
     case Tensor::weight: default: return uniform_at(stream, i, -0.5f, 0.5f);
   }
 }
+
+/// input_value by the tensors() index k, as fill_inputs draws tensor k: on the GPU too (family.cuh's
+/// DevicePreparation draws the same bits).
+struct Draw {
+  __host__ __device__ float operator()(int k, std::uint64_t seed, std::uint64_t i) const {
+    return input_value(static_cast<Tensor>(k), seed, i);
+  }
+};
 
 /// The spec's default eps (the public API's default); a shape may carry another (spec.json's "values").
 inline constexpr float default_eps = 1e-6f;

@@ -8,6 +8,7 @@
 #include <ktune/registry.hpp>
 #include <ktune/status.hpp>
 
+#include "../common/norm_rows/device_preparation.cuh"
 #include "../common/norm_rows/family.cuh"
 #include "args.hpp"
 #include "harness.hpp"
@@ -20,6 +21,7 @@ namespace ktune::ops::gemma_rmsnorm {
 struct Family : norm_rows::RowFamily<norm_rows::Gemma, Space, Args> {
   static constexpr const char* name = "gemma_rmsnorm";
   using Harness = ops::gemma_rmsnorm::Harness;
+  using DevicePreparation = norm_rows::DevicePreparation<norm_rows::Gemma, Draw, eps_of, overflow_threshold>;
 
   template <class E>
   static Status original_can_implement(const Args<E>& a) {

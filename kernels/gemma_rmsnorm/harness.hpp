@@ -1,5 +1,6 @@
 // kernels/gemma_rmsnorm/harness.hpp: what the benchmark and the generic GPU checks need to run any gemma_rmsnorm
-// variant on a spec shape (ktune::Harness). Host only.
+// variant on a spec shape (ktune::Harness). Host code (g++ and nvcc)
+// but for input_value and Draw, which the GPU's preparation of a group calls too (family.cuh).
 #pragma once
 
 #include <cstddef>
@@ -23,7 +24,7 @@ enum class Tensor { input = 0, weight = 1, output = 2 };
 /// |input| in [0.25, 4]; weight in [-0.5, 0.5] as Gemma's (stored w - 1), so 1 + weight in [0.5, 1.5]:
 /// never zero, and a kernel that used the weight as w instead of 1 + w is caught. The output is poisoned
 /// by the checks, not filled here.
-inline float input_value(Tensor t, std::uint64_t seed, std::uint64_t i) {
+__host__ __device__ inline float input_value(Tensor t, std::uint64_t seed, std::uint64_t i) {
   const std::uint64_t stream = seed * 3 + static_cast<std::uint64_t>(t);
   if (t == Tensor::input) {
     const float u = uniform_at(stream, i, -3.75f, 3.75f);
@@ -31,6 +32,14 @@ inline float input_value(Tensor t, std::uint64_t seed, std::uint64_t i) {
   }
   return uniform_at(stream, i, -0.5f, 0.5f);
 }
+
+/// input_value by the tensors() index k, as fill_inputs draws tensor k: on the GPU too (family.cuh's
+/// DevicePreparation draws the same bits).
+struct Draw {
+  __host__ __device__ float operator()(int k, std::uint64_t seed, std::uint64_t i) const {
+    return input_value(static_cast<Tensor>(k), seed, i);
+  }
+};
 
 /// The spec's default eps (the public API's default); a shape may carry another (spec.json's "values").
 inline constexpr float default_eps = 1e-6f;

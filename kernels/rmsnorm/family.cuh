@@ -7,6 +7,7 @@
 #include <ktune/registry.hpp>
 #include <ktune/status.hpp>
 
+#include "../common/norm_rows/device_preparation.cuh"
 #include "../common/norm_rows/family.cuh"
 #include "args.hpp"
 #include "harness.hpp"
@@ -19,6 +20,7 @@ namespace ktune::ops::rmsnorm {
 struct Family : norm_rows::RowFamily<norm_rows::Plain, Space, Args> {
   static constexpr const char* name = "rmsnorm";
   using Harness = ops::rmsnorm::Harness;
+  using DevicePreparation = norm_rows::DevicePreparation<norm_rows::Plain, Draw, eps_of, overflow_threshold>;
 
   template <class E>
   static Status original_can_implement(const Args<E>& a) {

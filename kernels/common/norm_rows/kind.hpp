@@ -29,6 +29,9 @@ struct Kind {
   static constexpr int streams = Residual ? 3 : 2;
   /// Row tensors read per row besides the weight (what a ring stage of bulk rows holds).
   static constexpr int row_inputs = Residual ? 2 : 1;
+  /// Where the op's Harness lists its tensors (tensors() order; device_preparation.cuh writes them there):
+  /// input, the residual where there is one, the weight (then the output where there is one).
+  static constexpr int input_tensor = 0, residual_tensor = Residual ? 1 : -1, weight_tensor = Residual ? 2 : 1;
 };
 
 using FusedAdd = Kind<true, 0>;       ///< fused_add_rmsnorm

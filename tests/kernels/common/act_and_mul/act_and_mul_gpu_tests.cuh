@@ -44,6 +44,7 @@
 
 #include "act_and_mul_op.hpp"
 #include "bench/build_info.hpp"
+#include "support/device_preparation_gpu.hpp"
 #include "support/gpu.hpp"
 
 namespace ktune::test::act_and_mul {
@@ -479,63 +480,14 @@ void sanitizer_sample() {
 }
 
 /// The op's DevicePreparation (kernels/common/act_and_mul/device_preparation.cuh), which the benchmark uses
-/// for groups too large for the host: the host's inputs bit for bit and its float64 reference within 1e-12
-/// (two libms), every dtype, on an odd width, rows past 65,535 and the spec's widest d; and nothing written
-/// past the input, into the output or past the reference (all three start poisoned).
+/// instead of the host's (support/device_preparation_gpu.hpp): on an odd width, rows past 65,535 and the
+/// spec's widest d.
 template <class Op>
 void device_preparation_is_the_hosts() {
-  const DevicePreparation* prep = HarnessRegistry::global().device_preparation(Op::name);
-  ASSERT_NE(prep, nullptr) << Op::name << " registers no device preparation";
-  const typename Op::Harness harness;
-  Stream stream;
-  ASSERT_NE(stream.s, nullptr);
-  constexpr std::size_t slack = 4096;  // poisoned bytes past each buffer's end
-  double worst = 0;
-  std::size_t compared = 0, exact = 0;
-  for (const DType dtype : {DType::f32, DType::f16, DType::bf16})
-    for (const auto& [tokens, d] : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 7}, {3, 1001}, {70000, 5}, {2, 28672}}) {
-      SCOPED_TRACE(std::string(Op::name) + "/" + name(dtype) + "/tokens=" + std::to_string(tokens) + ",d=" + std::to_string(d));
-      const Shape shape{{{"tokens", tokens}, {"d", d}}, {}};
-      const std::uint64_t seed = 0x5eed0000u + static_cast<std::uint64_t>(tokens * 131 + d);
-      const std::vector<TensorInfo> tensors = harness.tensors(shape, dtype);
-      HostTensors host;
-      harness.fill_inputs(shape, dtype, seed, host);
-      const std::vector<std::vector<double>> ref = harness.reference(shape, dtype, host);
-      ASSERT_EQ(ref.size(), 1u);
-      const std::size_t in_bytes = tensors[0].bytes(), out_bytes = tensors[1].bytes(), ref_bytes = ref[0].size() * sizeof(double);
-      DeviceBuffer<std::byte> in(in_bytes + slack), out(out_bytes + slack), ref_dev(ref_bytes + slack);
-      ASSERT_TRUE(in.ptr && out.ptr && ref_dev.ptr);
-      for (auto* b : {&in, &out, &ref_dev}) KTUNE_ASSERT_CUDA(cudaMemset(b->ptr, 0xA5, b->n));
-      KTUNE_ASSERT_OK(prep->prepare(shape, dtype, seed, {in.ptr, out.ptr}, {reinterpret_cast<double*>(ref_dev.ptr)}, stream.s));
-      KTUNE_ASSERT_CUDA(cudaStreamSynchronize(stream.s));
-      std::vector<std::byte> in_back(in.n), out_back(out.n), ref_back(ref_dev.n);
-      KTUNE_ASSERT_CUDA(cudaMemcpy(in_back.data(), in.ptr, in.n, cudaMemcpyDeviceToHost));
-      KTUNE_ASSERT_CUDA(cudaMemcpy(out_back.data(), out.ptr, out.n, cudaMemcpyDeviceToHost));
-      KTUNE_ASSERT_CUDA(cudaMemcpy(ref_back.data(), ref_dev.ptr, ref_dev.n, cudaMemcpyDeviceToHost));
-      ASSERT_EQ(host[0].size(), in_bytes);
-      EXPECT_EQ(std::memcmp(in_back.data(), host[0].data(), in_bytes), 0) << "the GPU drew other inputs than the host";
-      auto poisoned = [](const std::vector<std::byte>& v, std::size_t from) {
-        return std::all_of(v.begin() + static_cast<std::ptrdiff_t>(from), v.end(), [](std::byte b) { return b == std::byte{0xA5}; });
-      };
-      EXPECT_TRUE(poisoned(in_back, in_bytes)) << "written past the input";
-      EXPECT_TRUE(poisoned(out_back, 0)) << "written into the output";
-      EXPECT_TRUE(poisoned(ref_back, ref_bytes)) << "written past the reference";
-      std::vector<double> dev(ref[0].size());
-      std::memcpy(dev.data(), ref_back.data(), ref_bytes);
-      for (std::size_t i = 0; i < dev.size(); ++i) {
-        const double a = dev[i], b = ref[0][i];
-        ++compared;
-        if (a == b || (std::isnan(a) && std::isnan(b))) {
-          ++exact;
-          continue;
-        }
-        const double rel = std::fabs(a - b) / std::max(std::fabs(a), std::fabs(b));
-        worst = std::max(worst, rel);
-        ASSERT_LE(rel, 1e-12) << "reference [" << i << "]: GPU " << a << ", host " << b;
-      }
-    }
-  std::printf("%s: the GPU's reference is the host's bitwise at %zu of %zu elements, within %.3g elsewhere\n", Op::name,
-              exact, compared, worst);
+  std::vector<Shape> shapes;
+  for (const auto& [tokens, d] : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 7}, {3, 1001}, {70000, 5}, {2, 28672}})
+    shapes.push_back(Shape{{{"tokens", tokens}, {"d", d}}, {}});
+  expect_device_preparation_is_the_hosts(Op::name, shapes);
 }
 
 }  // namespace ktune::test::act_and_mul

@@ -36,6 +36,7 @@
   static constexpr const char* name = #op;                            \
   using Tensor = ::ktune::ops::op::Tensor;                            \
   using Harness = ::ktune::ops::op::Harness;                          \
+  using Draw = ::ktune::ops::op::Draw;                                \
   static constexpr float default_eps = ::ktune::ops::op::default_eps; \
   KTUNE_NORM_ROWS_FORWARD(op, input_value)                            \
   KTUNE_NORM_ROWS_FORWARD(op, reference)                              \

@@ -277,6 +277,8 @@ void check_spec_matches_the_issue() {
   KTUNE_NORM_ROWS_TEST(Op##Validate, RefusesBadArguments, output::check_validate_refuses_bad_arguments<Op>())     \
   KTUNE_NORM_ROWS_TEST(Op##Validate, StrideZeroIsAnErrorNotContiguous, check_stride_zero_refused<Op>())           \
   KTUNE_NORM_ROWS_TEST(Op##Validate, ZeroTokensIsValidWithEmptyTensors, check_zero_tokens_valid<Op>())            \
+  KTUNE_NORM_ROWS_TEST(Op##Harness, DrawIsWhatFillInputsStores,                                                   \
+                       check_draw_is_what_fill_inputs_stores<Op, ::ktune::ops::norm_rows::Plain>())               \
   KTUNE_NORM_ROWS_TEST(Op##Space, TheSharedSpaceForTheKindWithoutResidual, output::check_space_of_the_kind<Op>()) \
   KTUNE_NORM_ROWS_TEST(Op##Space, NamedPoints, output::check_named_points<Op>())                                  \
   KTUNE_NORM_ROWS_TEST(Op##Harness, InputsTensorsAndArgs, output::check_harness<Op>())                            \

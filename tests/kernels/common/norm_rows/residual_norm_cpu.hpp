@@ -433,6 +433,8 @@ void check_spec_matches_the_issue() {
                        residual::check_validate_resolves_contiguous_strides<Op>())                          \
   KTUNE_NORM_ROWS_TEST(Op##Validate, StrideZeroIsAnErrorNotContiguous, check_stride_zero_refused<Op>())     \
   KTUNE_NORM_ROWS_TEST(Op##Validate, ZeroTokensIsValidWithEmptyTensors, check_zero_tokens_valid<Op>())      \
+  KTUNE_NORM_ROWS_TEST(Op##Harness, DrawIsWhatFillInputsStores,                                             \
+                       check_draw_is_what_fill_inputs_stores<Op, ::ktune::ops::norm_rows::FusedAdd>())      \
   KTUNE_NORM_ROWS_TEST(Op##Validate, ElementAlignmentIsEnoughForHalfTypes,                                  \
                        residual::check_validate_element_alignment<Op>())                                    \
   KTUNE_NORM_ROWS_TEST(Op##Space, FeasibleCountsPerArchitectureAndElementSize,                              \

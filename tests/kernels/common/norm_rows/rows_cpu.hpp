@@ -7,14 +7,19 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include <ktune/dtype.hpp>
+#include <ktune/harness.hpp>
 #include <ktune/spec.hpp>
 #include <ktune/status.hpp>
+
+#include "kernels/common/norm_rows/kind.hpp"
 
 namespace ktune::test::norm_rows {
 
@@ -70,6 +75,40 @@ void check_zero_tokens_valid() {
   EXPECT_TRUE(Op::validate(a).ok()) << "an empty batch may have no storage";
   a.h = 0;
   EXPECT_EQ(Op::validate(a).code, StatusCode::invalid_argument) << "sizes are still checked at T = 0";
+}
+
+// ---- the GPU's preparation ---------------------------------------------------------------------
+
+/// What the GPU's preparation of a group assumes of the harness (kernels/common/norm_rows/device_preparation.cuh,
+/// checked against the host's on the GPU): the tensors where Kind places them, and each input tensor k's element
+/// i as fill_inputs stores it is Draw{}(k, seed, i) rounded to the storage type.
+template <class Op, class Kind>
+void check_draw_is_what_fill_inputs_stores() {
+  const Shape shape{{{"tokens", 3}, {"h", 72}}, {}};
+  const typename Op::Harness harness;
+  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    SCOPED_TRACE(name(dtype));
+    const std::vector<TensorInfo> tensors = harness.tensors(shape, dtype);
+    ASSERT_EQ(tensors.size(), 3u);
+    EXPECT_EQ(tensors[Kind::input_tensor].name, "input");
+    if constexpr (Kind::residual) EXPECT_EQ(tensors[Kind::residual_tensor].name, "residual");
+    EXPECT_EQ(tensors[Kind::weight_tensor].name, "weight");
+    const std::uint64_t seed = 0x5eed;
+    HostTensors host;
+    harness.fill_inputs(shape, dtype, seed, host);
+    ASSERT_EQ(host.size(), tensors.size());
+    visit_dtype(dtype, [&](auto element) {
+      using E = decltype(element);
+      for (std::size_t k = 0; k < tensors.size(); ++k) {
+        if (tensors[k].access == Access::write) continue;
+        ASSERT_EQ(host[k].size(), tensors[k].bytes());
+        for (std::size_t i = 0; i < tensors[k].elements; ++i) {
+          const E drawn = from_float<E>(typename Op::Draw{}(static_cast<int>(k), seed, i));
+          ASSERT_EQ(std::memcmp(&drawn, host[k].data() + i * sizeof(E), sizeof(E)), 0) << tensors[k].name << "[" << i << "]";
+        }
+      }
+    });
+  }
 }
 
 // ---- spec ---------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@
 #include <map>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ktune/device_info.hpp>
@@ -39,6 +40,7 @@
 #include <ktune/verify.hpp>
 
 #include "op_traits.hpp"
+#include "support/device_preparation_gpu.hpp"
 #include "support/gpu.hpp"
 
 namespace ktune::test::norm_rows {
@@ -342,6 +344,18 @@ void run_sanitizer_sample() {
   });
 }
 
+/// The op's DevicePreparation (kernels/common/norm_rows/device_preparation.cuh), which the benchmark uses
+/// instead of the host's (support/device_preparation_gpu.hpp): no rows (the weight alone), one row of the
+/// edge width, an odd width past a block's 256 threads, rows past 65,535, the spec's widest h, another eps.
+template <class Op>
+void check_device_preparation() {
+  std::vector<Shape> shapes;
+  for (const auto& [tokens, h] : std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 72}, {1, 8}, {3, 4100}, {70000, 72}, {2, 8192}})
+    shapes.push_back(Shape{{{"tokens", tokens}, {"h", h}}, {}});
+  shapes.push_back(Shape{{{"tokens", 5}, {"h", 5120}}, {{"eps", 0.25}}});  // an eps that moves every reference
+  expect_device_preparation_is_the_hosts(Op::name, shapes);
+}
+
 }  // namespace ktune::test::norm_rows
 
 /// The tests every op of either kind has, as TEST(<Op>Gpu, ...), TEST(<Op>Api, ...) and
@@ -355,6 +369,7 @@ void run_sanitizer_sample() {
   KTUNE_NORM_ROWS_GPU_TEST(Op##Gpu, EveryVariantFp32, check_every_variant<Op, float>())                  \
   KTUNE_NORM_ROWS_GPU_TEST(Op##Gpu, EveryVariantFp16, check_every_variant<Op, __half>())                 \
   KTUNE_NORM_ROWS_GPU_TEST(Op##Gpu, EveryVariantBf16, check_every_variant<Op, __nv_bfloat16>())          \
+  KTUNE_NORM_ROWS_GPU_TEST(Op##Gpu, DevicePreparationIsTheHosts, check_device_preparation<Op>())         \
   KTUNE_NORM_ROWS_GPU_TEST(Op##Api, EveryCaseFp32, check_api_on_every_case<Op, float>())                 \
   KTUNE_NORM_ROWS_GPU_TEST(Op##Api, EveryCaseFp16, check_api_on_every_case<Op, __half>())                \
   KTUNE_NORM_ROWS_GPU_TEST(Op##Api, EveryCaseBf16, check_api_on_every_case<Op, __nv_bfloat16>())         \

@@ -1,0 +1,136 @@
+// kernels/common/norm_rows/device_preparation.cuh: an RMS norm op's inputs and float64 reference drawn and
+// computed on the GPU (ktune::DevicePreparation): what its Harness's fill_inputs and reference compute on the
+// host, so that the benchmark uploads neither (bench/README.md, "Inputs and references on the GPU").
+//
+// A group of 8192 x 8192 is 0.5-1 GB of float64 references per output, which the host computed and the GPU
+// waited to receive. Here one block per row draws the row with the host's uniform_at (bitwise the same
+// values: ktune/random.hpp, through the op's input_value), sums the squares of the stored values in float64
+// and writes the reference with the host's formula (kernels/<op>/reference.hpp, the products in its order).
+// Only the sum's order differs from the host's, a tree instead of a loop: the references agree within a few
+// ulp, far inside the 1e-12 the benchmark's check of the small groups allows and any spec tolerance.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <vector>
+
+#include <ktune/dtype.hpp>
+#include <ktune/harness.hpp>
+#include <ktune/status.hpp>
+
+namespace ktune::ops::norm_rows {
+
+namespace detail {
+
+inline constexpr int prepare_threads = 256;
+
+/// The sum of every thread's v, the same on every thread and, for one block size, the same bits on every run.
+__device__ inline double block_sum(double v, double* scratch /* [prepare_threads / 32] */) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  double total = 0;
+  for (int w = 0; w < prepare_threads / 32; ++w) total += scratch[w];
+  __syncthreads();  // the next row's partial sums overwrite scratch
+  return total;
+}
+
+/// What the op's reference.hpp's as_stored does: beyond the storage type's range, the rounded store is ±inf.
+__device__ inline double as_stored(double v, double overflow_threshold) {
+  if (fabs(v) >= overflow_threshold) return v > 0 ? HUGE_VAL : -HUGE_VAL;
+  return v;
+}
+
+/// Tensors in Harness::tensors() order (Kind's layout): input [tokens, h], the residual [tokens, h] where there
+/// is one, weight [h]; ref_out [tokens, h] is the normalised output's reference (out_input in place), and
+/// ref_residual [tokens, h] the new residual's. Grid-stride over rows, one block each.
+template <class Kind, class E, class Draw>
+__global__ void __launch_bounds__(prepare_threads)
+    prepare_rows_kernel(E* __restrict__ input, E* __restrict__ residual, E* __restrict__ weight, double* __restrict__ ref_out,
+                        double* __restrict__ ref_residual, std::int64_t tokens, std::int64_t h, std::uint64_t seed, double eps,
+                        double overflow_threshold) {
+  __shared__ double scratch[prepare_threads / 32];
+  const Draw draw{};
+  auto stored = [](float v) { return static_cast<double>(to_float(from_float<E>(v))); };
+  // x of element i of row t as the host's reference reads it: the stored input (plus the stored residual).
+  auto x_at = [&](std::int64_t at) {
+    double x = stored(draw(Kind::input_tensor, seed, static_cast<std::uint64_t>(at)));
+    if constexpr (Kind::residual) x += stored(draw(Kind::residual_tensor, seed, static_cast<std::uint64_t>(at)));
+    return x;
+  };
+
+  const std::int64_t grid_threads = static_cast<std::int64_t>(gridDim.x) * prepare_threads;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * prepare_threads + threadIdx.x; i < h; i += grid_threads)
+    weight[i] = from_float<E>(draw(Kind::weight_tensor, seed, static_cast<std::uint64_t>(i)));
+
+  for (std::int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
+    double sum = 0;
+    for (std::int64_t i = threadIdx.x; i < h; i += prepare_threads) {
+      const std::int64_t at = t * h + i;
+      input[at] = from_float<E>(draw(Kind::input_tensor, seed, static_cast<std::uint64_t>(at)));
+      if constexpr (Kind::residual) residual[at] = from_float<E>(draw(Kind::residual_tensor, seed, static_cast<std::uint64_t>(at)));
+      const double x = x_at(at);
+      sum += x * x;
+    }
+    const double inv_rms = 1.0 / sqrt(block_sum(sum, scratch) / static_cast<double>(h) + eps);
+    for (std::int64_t i = threadIdx.x; i < h; i += prepare_threads) {
+      const std::int64_t at = t * h + i;
+      const double x = x_at(at);  // drawn again: a few integer operations, no read of what this thread wrote
+      const double w = Kind::weight_offset + stored(draw(Kind::weight_tensor, seed, static_cast<std::uint64_t>(i)));
+      ref_out[at] = as_stored(x * inv_rms * w, overflow_threshold);
+      if constexpr (Kind::residual) ref_residual[at] = as_stored(x, overflow_threshold);
+    }
+  }
+}
+
+}  // namespace detail
+
+/// The DevicePreparation of the RMS norm op of kind `Kind` (kind.hpp), whose Harness has Kind's tensors
+/// (shape tokens, h; contiguous rows) and draws tensor k's element i as Draw{}(k, seed, i), a functor callable
+/// on host and device (the op's input_value). Eps and OverflowThreshold are the op's eps_of and
+/// overflow_threshold (harness.hpp, reference.hpp).
+template <class Kind, class Draw, float (*Eps)(const Shape&), double (*OverflowThreshold)(DType)>
+class DevicePreparation final : public ktune::DevicePreparation {
+ public:
+  Status prepare(const Shape& shape, DType dtype, std::uint64_t seed, const std::vector<void*>& tensors,
+                 const std::vector<double*>& reference, cudaStream_t stream) const override {
+    constexpr std::size_t outputs = Kind::residual ? 2 : 1;
+    if (tensors.size() != 3 || reference.size() != outputs)
+      return Status::invalid(Kind::residual ? "norm_rows device preparation: expected the tensors input, residual and "
+                                              "weight and two references"
+                                            : "norm_rows device preparation: expected the tensors input, weight and "
+                                              "output and one reference");
+    std::int64_t tokens = 0, h = 0;
+    try {
+      tokens = shape.at("tokens");
+      h = shape.at("h");
+    } catch (const std::exception&) {
+      return Status::invalid("norm_rows device preparation: the shape has no tokens or no h");
+    }
+    if (tokens < 0 || h < 0) return Status::invalid("norm_rows device preparation: negative tokens or h");
+    if (h == 0) return Status::success();  // every tensor is empty
+    int device = 0, sms = 0;
+    KTUNE_CUDA_TRY(cudaGetDevice(&device));
+    KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    // One block per row up to 8 per SM, and at least one: with no rows, the weight is still drawn.
+    const unsigned blocks = static_cast<unsigned>(std::clamp<std::int64_t>(tokens, 1, std::int64_t{sms} * 8));
+    return visit_dtype(dtype, [&](auto element) -> Status {
+      using E = decltype(element);
+      E* input = static_cast<E*>(tensors[Kind::input_tensor]);
+      E* residual = nullptr;
+      if constexpr (Kind::residual) residual = static_cast<E*>(tensors[Kind::residual_tensor]);
+      E* weight = static_cast<E*>(tensors[Kind::weight_tensor]);
+      detail::prepare_rows_kernel<Kind, E, Draw><<<blocks, detail::prepare_threads, 0, stream>>>(
+          input, residual, weight, reference[0], Kind::residual ? reference[1] : nullptr, tokens, h, seed,
+          static_cast<double>(Eps(shape)), OverflowThreshold(dtype));
+      KTUNE_CHECK_LAUNCH();
+      return Status::success();
+    });
+  }
+};
+
+}  // namespace ktune::ops::norm_rows
