@@ -54,33 +54,36 @@ __global__ void __launch_bounds__(prepare_threads)
                         double* __restrict__ ref_residual, std::int64_t tokens, std::int64_t h, std::uint64_t seed, double eps,
                         double overflow_threshold) {
   __shared__ double scratch[prepare_threads / 32];
-  const Draw draw{};
-  auto stored = [](float v) { return static_cast<double>(to_float(from_float<E>(v))); };
-  // x of element i of row t as the host's reference reads it: the stored input (plus the stored residual).
-  auto x_at = [&](std::int64_t at) {
-    double x = stored(draw(Kind::input_tensor, seed, static_cast<std::uint64_t>(at)));
-    if constexpr (Kind::residual) x += stored(draw(Kind::residual_tensor, seed, static_cast<std::uint64_t>(at)));
-    return x;
-  };
+  // Tensor k's element `at` as fill_inputs stores it, and as the host's reference reads it (in float64).
+  auto stored = [seed](int k, std::int64_t at) { return from_float<E>(Draw{}(k, seed, static_cast<std::uint64_t>(at))); };
+  auto value = [](E v) { return static_cast<double>(to_float(v)); };
 
   const std::int64_t grid_threads = static_cast<std::int64_t>(gridDim.x) * prepare_threads;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * prepare_threads + threadIdx.x; i < h; i += grid_threads)
-    weight[i] = from_float<E>(draw(Kind::weight_tensor, seed, static_cast<std::uint64_t>(i)));
+    weight[i] = stored(Kind::weight_tensor, i);
 
   for (std::int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
     double sum = 0;
     for (std::int64_t i = threadIdx.x; i < h; i += prepare_threads) {
       const std::int64_t at = t * h + i;
-      input[at] = from_float<E>(draw(Kind::input_tensor, seed, static_cast<std::uint64_t>(at)));
-      if constexpr (Kind::residual) residual[at] = from_float<E>(draw(Kind::residual_tensor, seed, static_cast<std::uint64_t>(at)));
-      const double x = x_at(at);
+      const E in = stored(Kind::input_tensor, at);
+      input[at] = in;
+      double x = value(in);
+      if constexpr (Kind::residual) {
+        const E r = stored(Kind::residual_tensor, at);
+        residual[at] = r;
+        x += value(r);
+      }
       sum += x * x;
     }
     const double inv_rms = 1.0 / sqrt(block_sum(sum, scratch) / static_cast<double>(h) + eps);
     for (std::int64_t i = threadIdx.x; i < h; i += prepare_threads) {
       const std::int64_t at = t * h + i;
-      const double x = x_at(at);  // drawn again: a few integer operations, no read of what this thread wrote
-      const double w = Kind::weight_offset + stored(draw(Kind::weight_tensor, seed, static_cast<std::uint64_t>(i)));
+      // x again, the input (plus the residual) added in float64 as the host's reference adds them: drawn again
+      // (a few integer operations) rather than read back.
+      double x = value(stored(Kind::input_tensor, at));
+      if constexpr (Kind::residual) x += value(stored(Kind::residual_tensor, at));
+      const double w = Kind::weight_offset + value(stored(Kind::weight_tensor, i));
       ref_out[at] = as_stored(x * inv_rms * w, overflow_threshold);
       if constexpr (Kind::residual) ref_residual[at] = as_stored(x, overflow_threshold);
     }
