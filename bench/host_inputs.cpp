@@ -136,9 +136,18 @@ std::string preparation_disagreement(const std::vector<TensorInfo>& tensors, con
            std::to_string(gpu_reference.size()) + ", for " + std::to_string(outputs.size()) + " outputs";
   for (std::size_t o = 0; o < outputs.size(); ++o) {
     if (gpu_reference[o].size() != reference[o].size()) return "the references of " + outputs[o] + " differ in size";
+    double squares = 0;
+    std::size_t finite = 0;
+    for (const double b : reference[o])
+      if (std::isfinite(b)) {
+        squares += b * b;
+        ++finite;
+      }
+    const double rms = finite ? std::sqrt(squares / static_cast<double>(finite)) : 0;
     for (std::size_t i = 0; i < reference[o].size(); ++i) {
       const double a = gpu_reference[o][i], b = reference[o][i];
-      if (a == b || (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= 1e-12 * std::max(std::fabs(a), std::fabs(b))) continue;
+      if (a == b || (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= 1e-12 * std::max({std::fabs(a), std::fabs(b), rms}))
+        continue;
       char what[160];
       std::snprintf(what, sizeof what, " is not the host's at [%zu]: %.17g against %.17g", i, a, b);
       return "the GPU's reference of " + outputs[o] + what;

@@ -74,8 +74,10 @@ HostGroup prepare_host(const Harness& harness, const Spec& spec, const HostReque
 
 /// Where inputs and references the GPU drew and computed (`gpu_inputs`, `gpu_reference`: copied back) differ
 /// from the host's (`host`, `reference`) for the same request, or empty when they agree: every read tensor
-/// bitwise (the same uniform_at, ktune/random.hpp), every reference element equal, both NaN, or within 1e-12
-/// relative (the two sides' libms differ in their last bits; the tolerances of every spec are 1e-9 and wider).
+/// bitwise (the same uniform_at, ktune/random.hpp), every reference element equal, both NaN, or within 1e-12 of
+/// the larger of the two and the output's rms: the two sides' libms and sums differ in their last bits, which
+/// terms that cancel (x cos - y sin, a weighted mean of values of both signs) lift above 1e-12 of a small
+/// result, never of the output's scale. The tolerances of every spec are 1e-9 and wider.
 std::string preparation_disagreement(const std::vector<TensorInfo>& tensors, const HostTensors& host,
                                      const std::vector<std::vector<double>>& reference, const HostTensors& gpu_inputs,
                                      const std::vector<std::vector<double>>& gpu_reference);

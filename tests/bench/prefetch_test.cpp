@@ -432,6 +432,17 @@ TEST(PreparationDisagreement, InputsMustBeBitwiseAndReferencesWithinTwoLibmsLast
   close[0][5] *= 1 + 4e-16;  // a libm's last bits
   EXPECT_EQ(check(g.inputs, close), "");
 
+  // Terms that cancel: a result far below the output's scale may differ by the terms' last bits, not its own.
+  double squares = 0;
+  for (const double v : g.reference[0]) squares += v * v;
+  const double rms = std::sqrt(squares / static_cast<double>(g.reference[0].size()));
+  std::vector<std::vector<double>> small_host = g.reference, small_gpu = g.reference;
+  small_host[0][6] = 1e-6 * rms;
+  small_gpu[0][6] = small_host[0][6] + 4e-16 * rms;
+  EXPECT_EQ(preparation_disagreement(g.tensors, g.inputs, small_host, g.inputs, small_gpu), "");
+  small_gpu[0][6] = small_host[0][6] + 1e-9 * rms;  // off by more than last bits of the scale: caught
+  EXPECT_NE(preparation_disagreement(g.tensors, g.inputs, small_host, g.inputs, small_gpu), "");
+
   HostTensors flipped = g.inputs;
   flipped[0][4 * 9 + 1] ^= std::byte{1};  // one bit of element 9 (a fused multiply-add's rounding, say)
   EXPECT_EQ(check(flipped, g.reference), "the GPU drew in other than the host, first at byte 37");
