@@ -23,6 +23,7 @@
 #include <ktune/status.hpp>
 
 #include "args.hpp"
+#include "device_preparation.cuh"
 #include "harness.hpp"
 #include "original.cuh"
 #include "space.hpp"
@@ -163,6 +164,7 @@ struct Family : Space {
   static constexpr const char* name = "merge_attn_states_lse";
   template <class E> using Args = merge_attn_states_lse::Args<E>;
   using Harness = merge_attn_states_lse::Harness;
+  using DevicePreparation = merge_attn_states_lse::DevicePreparation;
 
   /// validate() plus what the configuration needs: vectors of vb bytes must not straddle heads and
   /// must be aligned (pointers and token strides).

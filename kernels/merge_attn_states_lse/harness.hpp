@@ -1,11 +1,12 @@
 // kernels/merge_attn_states_lse/harness.hpp: what the benchmark and the generic GPU checks need to run
-// any merge variant on a spec shape (ktune/harness.hpp). Host-only (g++ and nvcc).
+// any merge variant on a spec shape (ktune/harness.hpp). Host code (g++ and nvcc) but for the draws, which the
+// GPU's preparation of a group calls too (device_preparation.cuh).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -17,6 +18,30 @@
 #include "reference.hpp"
 
 namespace ktune::ops::merge_attn_states_lse {
+
+/// The streams of the draws below, one per tensor drawn, for the group's `seed`.
+struct DrawSeeds {
+  std::uint64_t prefix_values, suffix_values, lses;
+  __host__ __device__ explicit DrawSeeds(std::uint64_t seed)
+      : prefix_values(ktune::mix64(seed + 1)), suffix_values(ktune::mix64(seed + 2)), lses(ktune::mix64(seed + 3)) {}
+};
+
+/// Element i of prefix_out or suffix_out (its stream of DrawSeeds) before rounding: uniform in [-1, 1).
+__host__ __device__ inline float value_at(std::uint64_t stream, std::uint64_t i) { return ktune::uniform_at(stream, i, -1.f, 1.f); }
+
+/// The LSEs of (token, head) i: uniform in [-30, 30), with planted edge cases: some heads have no prefix keys
+/// (-inf), some no suffix keys (+inf, which counts as -inf), some both, and some suffixes trail their prefix by
+/// 300 (exp underflows to 0 in fp32).
+struct LsePair {
+  float prefix, suffix;
+};
+__host__ __device__ inline LsePair lse_pair(std::uint64_t stream, std::uint64_t i) {
+  LsePair l{ktune::uniform_at(stream, 2 * i, -30.f, 30.f), ktune::uniform_at(stream, 2 * i + 1, -30.f, 30.f)};
+  if (i % 61 == 7) l.prefix = -HUGE_VALF;
+  if (i % 67 == 11) l.suffix = HUGE_VALF;
+  if (i % 71 == 3) l.suffix = l.prefix - 300.f;
+  return l;
+}
 
 /// Tensor order: prefix_out, prefix_lse, suffix_out, suffix_lse, out, out_lse (as in spec.json).
 class Harness final : public ktune::Harness {
@@ -36,29 +61,24 @@ class Harness final : public ktune::Harness {
             {"out", n * h * d, eb, Access::write},       {"out_lse", n * h, 4, Access::write}};
   }
 
-  /// Values uniform in [-1, 1); LSEs uniform in [-30, 30) with planted edge cases: some heads have
-  /// no prefix keys (-inf), some no suffix keys (+inf, which counts as -inf), some both, and some
-  /// suffixes trail their prefix by 300 (exp underflows to 0 in fp32).
+  /// Values (value_at) and LSEs (lse_pair) of the streams of DrawSeeds(seed).
   void fill_inputs(const ktune::Shape& shape, ktune::DType dtype, std::uint64_t seed,
                    ktune::HostTensors& host) const override {
     const auto info = tensors(shape, dtype);
     host.resize(info.size());
     for (std::size_t i = 0; i < info.size(); ++i) host[i].resize(info[i].bytes());
+    const DrawSeeds seeds(seed);
     ktune::visit_dtype(dtype, [&](auto element) {
       using E = decltype(element);
-      fill_values(reinterpret_cast<E*>(host[prefix_out].data()), info[prefix_out].elements, ktune::mix64(seed + 1));
-      fill_values(reinterpret_cast<E*>(host[suffix_out].data()), info[suffix_out].elements, ktune::mix64(seed + 2));
+      fill_values(reinterpret_cast<E*>(host[prefix_out].data()), info[prefix_out].elements, seeds.prefix_values);
+      fill_values(reinterpret_cast<E*>(host[suffix_out].data()), info[suffix_out].elements, seeds.suffix_values);
     });
     auto* p = reinterpret_cast<float*>(host[prefix_lse].data());
     auto* s = reinterpret_cast<float*>(host[suffix_lse].data());
-    const std::uint64_t lse_seed = ktune::mix64(seed + 3);
-    constexpr float inf = std::numeric_limits<float>::infinity();
     for (std::size_t i = 0; i < info[prefix_lse].elements; ++i) {
-      p[i] = ktune::uniform_at(lse_seed, 2 * i, -30.f, 30.f);
-      s[i] = ktune::uniform_at(lse_seed, 2 * i + 1, -30.f, 30.f);
-      if (i % 61 == 7) p[i] = -inf;
-      if (i % 67 == 11) s[i] = inf;
-      if (i % 71 == 3) s[i] = p[i] - 300.f;
+      const LsePair l = lse_pair(seeds.lses, i);
+      p[i] = l.prefix;
+      s[i] = l.suffix;
     }
   }
 
@@ -102,7 +122,7 @@ class Harness final : public ktune::Harness {
  private:
   template <class E>
   static void fill_values(E* v, std::size_t n, std::uint64_t seed) {
-    for (std::size_t i = 0; i < n; ++i) v[i] = ktune::from_float<E>(ktune::uniform_at(seed, i, -1.f, 1.f));
+    for (std::size_t i = 0; i < n; ++i) v[i] = ktune::from_float<E>(value_at(seed, i));
   }
 };
 

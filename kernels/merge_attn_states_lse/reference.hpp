@@ -1,5 +1,6 @@
 // kernels/merge_attn_states_lse/reference.hpp: the float64 CPU reference of the op's semantics, used
-// by the tests and the benchmark's correctness gate. Host-only (g++ and nvcc).
+// by the tests and the benchmark's correctness gate. g++ and nvcc; its element functions run on the device too
+// (device_preparation.cuh), so they name no std:: function the device lacks.
 //
 // Semantics, per (token, head) with LSEs p (prefix) and s (suffix), natural log:
 //   an LSE of +inf or -inf means "no keys" and counts as -inf;
@@ -10,9 +11,10 @@
 //   feeds NaN (also when its weight is 0: 0 * NaN), nothing else.
 #pragma once
 
+#include <cuda_runtime_api.h>  // __host__ __device__ for host compilers too
+
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
 #include <ktune/dtype.hpp>
 
@@ -25,27 +27,27 @@ struct ReferenceWeights {
   bool empty = false; ///< both sides have no keys: outputs are 0
 };
 
-inline ReferenceWeights reference_weights(double p, double s) {
-  constexpr double neg_inf = -std::numeric_limits<double>::infinity();
-  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-  if (std::isinf(p)) p = neg_inf;
-  if (std::isinf(s)) s = neg_inf;
-  if (std::isnan(p) || std::isnan(s)) return {nan, nan, nan, false};
-  if (p == neg_inf && s == neg_inf) return {0, 0, neg_inf, true};
+/// An LSE as the op reads it: +inf ("no keys") counts as -inf.
+__host__ __device__ inline double keys_lse(double v) { return v == HUGE_VAL ? -HUGE_VAL : v; }
+
+__host__ __device__ inline ReferenceWeights reference_weights(double p, double s) {
+  p = keys_lse(p);
+  s = keys_lse(s);
+  if (p != p || s != s) return {NAN, NAN, NAN, false};  // a NaN LSE
+  if (p == -HUGE_VAL && s == -HUGE_VAL) return {0, 0, -HUGE_VAL, true};
   const double m = p > s ? p : s;
-  const double wp = std::exp(p - m), ws = std::exp(s - m);
-  return {wp / (wp + ws), ws / (wp + ws), std::log(wp + ws) + m, false};
+  const double wp = exp(p - m), ws = exp(s - m);
+  return {wp / (wp + ws), ws / (wp + ws), log(wp + ws) + m, false};
 }
 
 /// One output element: (wp * prefix_value + ws * suffix_value) / (wp + ws), or 0 for an empty pair.
-inline double reference_value(double p, double s, double prefix_value, double suffix_value) {
-  constexpr double neg_inf = -std::numeric_limits<double>::infinity();
-  if (std::isinf(p)) p = neg_inf;
-  if (std::isinf(s)) s = neg_inf;
-  if (std::isnan(p) || std::isnan(s)) return std::numeric_limits<double>::quiet_NaN();
-  if (p == neg_inf && s == neg_inf) return 0;
+__host__ __device__ inline double reference_value(double p, double s, double prefix_value, double suffix_value) {
+  p = keys_lse(p);
+  s = keys_lse(s);
+  if (p != p || s != s) return NAN;
+  if (p == -HUGE_VAL && s == -HUGE_VAL) return 0;
   const double m = p > s ? p : s;
-  const double wp = std::exp(p - m), ws = std::exp(s - m);
+  const double wp = exp(p - m), ws = exp(s - m);
   return (wp * prefix_value + ws * suffix_value) / (wp + ws);
 }
 

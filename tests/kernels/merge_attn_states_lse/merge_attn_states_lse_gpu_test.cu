@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -32,6 +33,7 @@
 
 #include "kernels/merge_attn_states_lse/merge_attn_states_lse.cuh"
 #include "kernels/merge_attn_states_lse/reference.hpp"
+#include "support/device_preparation_gpu.hpp"
 #include "support/gpu.hpp"
 
 namespace {
@@ -324,6 +326,18 @@ TEST(MergeAttnStatesLseGpu, RegistryHoldsTheFeasibleVariants) {
   check_registry<float>();
   check_registry<__half>();
   check_registry<__nv_bfloat16>();
+}
+
+/// The op's DevicePreparation (kernels/merge_attn_states_lse/device_preparation.cuh), which the benchmark uses
+/// instead of the host's: no tokens, one head of the smallest vector, an odd count of heads, rows past 65,535, the
+/// spec's most heads (the planted LSEs, empty and underflowing, fall in every shape of 12 heads' pairs or more).
+TEST(MergeAttnStatesLseGpu, DevicePreparationIsTheHosts) {
+  KTUNE_REQUIRE_GPU();
+  std::vector<ktune::Shape> shapes;
+  for (const auto& [tokens, heads, head_size] : std::vector<std::array<std::int64_t, 3>>{
+           {0, 32, 128}, {1, 1, 8}, {3, 37, 72}, {70000, 1, 16}, {2, 64, 128}})
+    shapes.push_back(ktune::Shape{{{"tokens", tokens}, {"heads", heads}, {"head_size", head_size}}, {}});
+  ktune::test::expect_device_preparation_is_the_hosts(op_name, shapes);
 }
 
 TEST(MergeAttnStatesLseGpu, EveryVariantFp32) {
