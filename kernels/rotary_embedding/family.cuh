@@ -25,6 +25,7 @@
 #include <ktune/status.hpp>
 
 #include "args.hpp"
+#include "device_preparation.cuh"
 #include "harness.hpp"
 #include "original.cuh"
 #include "space.hpp"
@@ -169,6 +170,7 @@ struct Family : Space {
   static constexpr const char* name = "rotary_embedding";
   template <class E> using Args = rotary_embedding::Args<E>;
   using Harness = rotary_embedding::Harness;
+  using DevicePreparation = rotary_embedding::DevicePreparation;
 
   /// Floats per cos/sin access for a vector of V elements (16 bytes at most).
   static constexpr int cache_floats(int v) { return v * 4 < 16 ? v : 4; }

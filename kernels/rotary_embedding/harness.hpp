@@ -1,5 +1,6 @@
 // kernels/rotary_embedding/harness.hpp: what the benchmark and the generic GPU checks need to run any
-// rotary_embedding variant on a spec shape (ktune/harness.hpp). Host-only (g++ and nvcc).
+// rotary_embedding variant on a spec shape (ktune/harness.hpp). Host code (g++ and nvcc) but for the element
+// draws, which the GPU's preparation of a group calls too (device_preparation.cuh).
 #pragma once
 
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <memory>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include <ktune/dtype.hpp>
@@ -27,15 +29,29 @@ inline bool is_neox_of(const Shape& shape) { return shape.scalar("is_neox", defa
 /// [1, 2], cos in [-1.75, -1.25], |sin| in [0.05, 0.5]; then |x' - x| = |x (cos - 1) - y sin| >= 2.25 - 1,
 /// and likewise for y'. The cache is no true rotation (cos^2 + sin^2 != 1): the op is defined for any
 /// cache, and a cos near 1 would hide an element a kernel forgot to write. Never zero.
-inline float head_value(std::uint64_t seed, std::uint64_t i) {
+__host__ __device__ inline float head_value(std::uint64_t seed, std::uint64_t i) {
   const float u = uniform_at(seed, i, -1.f, 1.f);
   return u + (u < 0.f ? -1.f : 1.f);
 }
-inline float cos_value(std::uint64_t seed, std::uint64_t i) { return uniform_at(seed, i, -1.75f, -1.25f); }
-inline float sin_value(std::uint64_t seed, std::uint64_t i) {
+__host__ __device__ inline float cos_value(std::uint64_t seed, std::uint64_t i) { return uniform_at(seed, i, -1.75f, -1.25f); }
+__host__ __device__ inline float sin_value(std::uint64_t seed, std::uint64_t i) {
   const float u = uniform_at(seed, i, -0.45f, 0.45f);
   return u + (u < 0.f ? -0.05f : 0.05f);
 }
+
+/// Element i of a cache of rows of rotary_dim floats: cos in the first half of a row, sin in the second.
+__host__ __device__ inline float cache_value(std::uint64_t seed, std::int64_t rotary_dim, std::uint64_t i) {
+  return static_cast<std::int64_t>(i % static_cast<std::uint64_t>(rotary_dim)) < rotary_dim / 2 ? cos_value(seed, i)
+                                                                                                 : sin_value(seed, i);
+}
+
+/// The streams of a group's draws for its `seed`: positions (draw_positions), query and key (head_value), the
+/// cache (cache_value).
+struct DrawSeeds {
+  std::uint64_t positions, query, key, cache;
+  __host__ __device__ explicit DrawSeeds(std::uint64_t seed)
+      : positions(mix64(seed + 11)), query(mix64(seed * 5 + 1)), key(mix64(seed * 5 + 2)), cache(mix64(seed + 29)) {}
+};
 
 /// Positions for `tokens` tokens over a cache of `rows` rows: a seeded shuffle of 0 .. rows - 1 (each
 /// cache row read once when rows == tokens, so the spec's bytes are exact), repeated when tokens > rows;
@@ -87,23 +103,18 @@ class Harness final : public ktune::Harness {
     host.resize(info.size());
     for (std::size_t k = 0; k < info.size(); ++k) host[k].resize(info[k].bytes());
     const std::int64_t t = shape.at("tokens"), r = shape.at("rotary_dim");
-    const std::vector<std::int64_t> pos = draw_positions(t, t, mix64(seed + 11));
+    const DrawSeeds seeds(seed);
+    const std::vector<std::int64_t> pos = draw_positions(t, t, seeds.positions);
     std::copy(pos.begin(), pos.end(), reinterpret_cast<std::int64_t*>(host[positions].data()));
     visit_dtype(dtype, [&](auto element) {
       using E = decltype(element);
-      for (std::size_t k : {std::size_t{query}, std::size_t{key}}) {
+      for (const auto& [k, s] : {std::pair{std::size_t{query}, seeds.query}, std::pair{std::size_t{key}, seeds.key}}) {
         auto* v = reinterpret_cast<E*>(host[k].data());
-        const std::uint64_t s = mix64(seed * 5 + k);
         for (std::size_t i = 0; i < info[k].elements; ++i) v[i] = from_float<E>(head_value(s, i));
       }
     });
     auto* cache = reinterpret_cast<float*>(host[cos_sin_cache].data());
-    const std::uint64_t sc = mix64(seed + 29);
-    for (std::int64_t row = 0; row < t; ++row)
-      for (std::int64_t j = 0; j < r; ++j) {
-        const auto i = static_cast<std::uint64_t>(row * r + j);
-        cache[i] = j < r / 2 ? cos_value(sc, i) : sin_value(sc, i);
-      }
+    for (std::size_t i = 0; i < info[cos_sin_cache].elements; ++i) cache[i] = cache_value(seeds.cache, r, i);
   }
 
   std::vector<std::vector<double>> reference(const Shape& shape, DType dtype, const HostTensors& in) const override {

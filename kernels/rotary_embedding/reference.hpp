@@ -1,5 +1,6 @@
 // kernels/rotary_embedding/reference.hpp: the float64 CPU reference of the op's semantics, used by
-// the tests and the benchmark's correctness gate. Host-only (g++ and nvcc).
+// the tests and the benchmark's correctness gate. g++ and nvcc; rotated_element runs on the device too
+// (device_preparation.cuh).
 //
 // Semantics (args.hpp), per token t with p = positions[t] and per head of q and of k, R = rotary_dim:
 //   pair j < R/2:  (x, y) = (h[j], h[j + R/2]) when is_neox, (h[2j], h[2j + 1]) otherwise (GPT-J);
@@ -9,33 +10,47 @@
 // unchanged.
 #pragma once
 
+#include <cuda_runtime_api.h>  // __host__ __device__ for host compilers too
+
 #include <cstdint>
 
 #include <ktune/dtype.hpp>
 
 namespace ktune::ops::rotary_embedding {
 
-/// Element offsets of pair j inside a head: (first, second).
-inline void pair_offsets(bool is_neox, std::int64_t rotary_dim, std::int64_t j, std::int64_t& first, std::int64_t& second) {
+__host__ __device__ inline void pair_offsets(bool is_neox, std::int64_t rotary_dim, std::int64_t j, std::int64_t& first,
+                                             std::int64_t& second) {
   first = is_neox ? j : 2 * j;
   second = is_neox ? j + rotary_dim / 2 : 2 * j + 1;
 }
 
-/// One head of `head_size` values rotated in place (float64), with the cache row of its position.
-inline void reference_head(double* h, const float* cache_row, bool is_neox, std::int64_t rotary_dim) {
+/// Element i of a head rotated by a cache row, from the head's elements as stored (value(k), in float64) and the
+/// row's (cache(k)): x cos - y sin at its pair's first element, y cos + x sin at the second, itself past the pairs.
+template <class Value, class Cache>
+__host__ __device__ double rotated_element(const Value& value, const Cache& cache, bool is_neox, std::int64_t rotary_dim,
+                                           std::int64_t i) {
   const std::int64_t half = rotary_dim / 2;
-  for (std::int64_t j = 0; j < half; ++j) {
-    std::int64_t a = 0, b = 0;
-    pair_offsets(is_neox, rotary_dim, j, a, b);
-    const double c = cache_row[j], s = cache_row[half + j];
-    const double x = h[a], y = h[b];
-    h[a] = x * c - y * s;
-    h[b] = y * c + x * s;
-  }
+  if (i >= 2 * half) return value(i);
+  const std::int64_t j = is_neox ? (i < half ? i : i - half) : i / 2;
+  std::int64_t a = 0, b = 0;
+  pair_offsets(is_neox, rotary_dim, j, a, b);
+  const double c = cache(j), s = cache(half + j), x = value(a), y = value(b);
+  return i == a ? x * c - y * s : y * c + x * s;
 }
 
-/// The whole op on host tensors (layouts as in Args, strides in elements); outputs contiguous float64:
-///   q_out [tokens, q_heads, head_size],  k_out [tokens, kv_heads, head_size]
+/// A head's elements as stored, in float64 (rotated_element's value on host tensors).
+template <class E>
+struct StoredElements {
+  const E* p;
+  __host__ __device__ double operator()(std::int64_t k) const { return static_cast<double>(ktune::to_float(p[k])); }
+};
+
+/// A cache row's floats in float64 (rotated_element's cache on a host tensor).
+struct CacheRow {
+  const float* p;
+  __host__ __device__ double operator()(std::int64_t k) const { return static_cast<double>(p[k]); }
+};
+
 template <class E>
 void reference(const std::int64_t* positions, const E* query, const E* key, std::int64_t head_size,
                const float* cos_sin_cache, bool is_neox, std::int64_t tokens, std::int64_t q_heads,
@@ -46,10 +61,11 @@ void reference(const std::int64_t* positions, const E* query, const E* key, std:
       const std::int64_t p = positions[t];
       const bool valid = p >= 0 && p < max_pos;
       for (std::int64_t h = 0; h < heads; ++h) {
+        const StoredElements<E> value{in + t * stride + h * head_size};
+        const CacheRow cache{cos_sin_cache + (valid ? p : 0) * rotary_dim};
         double* o = out + (t * heads + h) * head_size;
         for (std::int64_t i = 0; i < head_size; ++i)
-          o[i] = static_cast<double>(ktune::to_float(in[t * stride + h * head_size + i]));
-        if (valid) reference_head(o, cos_sin_cache + p * rotary_dim, is_neox, rotary_dim);
+          o[i] = valid ? rotated_element(value, cache, is_neox, rotary_dim, i) : value(i);
       }
     }
   };

@@ -36,6 +36,7 @@
 #include "kernels/rotary_embedding/harness.hpp"
 #include "kernels/rotary_embedding/reference.hpp"
 #include "kernels/rotary_embedding/rotary_embedding.cuh"
+#include "support/device_preparation_gpu.hpp"
 #include "support/gpu.hpp"
 
 namespace {
@@ -325,6 +326,28 @@ TEST(RotaryEmbeddingGpu, RegistryHoldsTheFeasibleVariants) {
   check_registry<float>();
   check_registry<__half>();
   check_registry<__nv_bfloat16>();
+}
+
+/// The op's DevicePreparation (kernels/rotary_embedding/device_preparation.cuh), which the benchmark uses instead
+/// of the host's: no tokens, one token, GPT-J's pairs, a head longer than its rotation, rows past 65,535, the
+/// spec's most heads.
+TEST(RotaryEmbeddingGpu, DevicePreparationIsTheHosts) {
+  KTUNE_REQUIRE_GPU();
+  std::vector<ktune::Shape> shapes;
+  auto add = [&](std::int64_t tokens, std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_size,
+                 std::int64_t rotary_dim, bool is_neox) {
+    shapes.push_back(ktune::Shape{{{"tokens", tokens}, {"q_heads", q_heads}, {"kv_heads", kv_heads}, {"head_size", head_size},
+                                   {"rotary_dim", rotary_dim}},
+                                  {{"is_neox", is_neox ? 1.0 : 0.0}}});
+  };
+  add(0, 32, 8, 128, 128, true);
+  add(1, 2, 1, 128, 128, true);
+  add(5, 3, 1, 128, 128, false);
+  add(7, 4, 2, 256, 64, true);
+  add(7, 4, 2, 256, 64, false);
+  add(70000, 1, 1, 8, 8, true);
+  add(2, 64, 8, 128, 128, true);
+  ktune::test::expect_device_preparation_is_the_hosts("rotary_embedding", shapes);
 }
 
 TEST(RotaryEmbeddingGpu, EveryVariantFp32) {

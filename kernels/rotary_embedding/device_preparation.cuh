@@ -1,0 +1,113 @@
+// kernels/rotary_embedding/device_preparation.cuh: a group's inputs and float64 references drawn and computed on
+// the GPU (ktune::DevicePreparation): what the Harness's fill_inputs and reference compute on the host, so that the
+// benchmark uploads the positions alone (bench/README.md, "Inputs and references on the GPU").
+//
+// The positions are a shuffle, one swap after another: the host draws them (draw_positions, tokens values) and
+// copies them in. Everything else is one thread per element: the harness's draws (head_value, cache_value: bitwise
+// the host's, ktune/random.hpp) and reference.hpp's rotated_element, the same source as the host's reference. The
+// device may fuse x cos - y sin into one multiply-add, which moves the last bits of a result whose terms cancel;
+// the benchmark's check of its small groups allows that much of the output's scale (bench/host_inputs.hpp).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <vector>
+
+#include <ktune/dtype.hpp>
+#include <ktune/harness.hpp>
+#include <ktune/status.hpp>
+
+#include "harness.hpp"
+#include "reference.hpp"
+
+namespace ktune::ops::rotary_embedding {
+
+namespace detail {
+
+/// query [tokens, q_heads, head_size] and key [tokens, kv_heads, head_size] drawn and rotated, in one index space
+/// (query's elements first); the cache [tokens, rotary_dim] drawn; the positions already on the device.
+template <class E>
+__global__ void prepare_kernel(const std::int64_t* __restrict__ positions, E* __restrict__ query, E* __restrict__ key,
+                               float* __restrict__ cache, double* __restrict__ ref_query, double* __restrict__ ref_key,
+                               std::int64_t tokens, std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_size,
+                               std::int64_t rotary_dim, bool is_neox, std::uint64_t seed) {
+  const DrawSeeds seeds(seed);
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = first; i < tokens * rotary_dim; i += stride)
+    cache[i] = cache_value(seeds.cache, rotary_dim, static_cast<std::uint64_t>(i));
+
+  const std::int64_t q_elements = tokens * q_heads * head_size, elements = q_elements + tokens * kv_heads * head_size;
+  for (std::int64_t e = first; e < elements; e += stride) {
+    const bool is_query = e < q_elements;
+    const std::int64_t at = is_query ? e : e - q_elements;  // in its own tensor
+    const std::uint64_t stream = is_query ? seeds.query : seeds.key;
+    const std::int64_t t = at / ((is_query ? q_heads : kv_heads) * head_size), i = at % head_size;
+    const E stored = from_float<E>(head_value(stream, static_cast<std::uint64_t>(at)));
+    (is_query ? query : key)[at] = stored;
+    // The head's other elements as stored, drawn again (a few integer operations) rather than read back.
+    const std::int64_t head_first = at - i;
+    auto value = [&](std::int64_t k) {
+      return static_cast<double>(to_float(from_float<E>(head_value(stream, static_cast<std::uint64_t>(head_first + k)))));
+    };
+    const std::int64_t p = positions[t];
+    double r = static_cast<double>(to_float(stored));
+    if (p >= 0 && p < tokens) {  // the cache has one row per token (Harness::tensors)
+      auto row = [&](std::int64_t k) {
+        return static_cast<double>(cache_value(seeds.cache, rotary_dim, static_cast<std::uint64_t>(p * rotary_dim + k)));
+      };
+      r = rotated_element(value, row, is_neox, rotary_dim, i);
+    }
+    (is_query ? ref_query : ref_key)[at] = r;
+  }
+}
+
+}  // namespace detail
+
+/// The op's DevicePreparation (Family::DevicePreparation).
+class DevicePreparation final : public ktune::DevicePreparation {
+ public:
+  Status prepare(const Shape& shape, DType dtype, std::uint64_t seed, const std::vector<void*>& tensors,
+                 const std::vector<double*>& reference, cudaStream_t stream) const override {
+    if (tensors.size() != Harness::count || reference.size() != 2)
+      return Status::invalid("rotary_embedding device preparation: expected its four tensors and two references");
+    std::int64_t tokens = 0, q_heads = 0, kv_heads = 0, head_size = 0, rotary_dim = 0;
+    try {
+      tokens = shape.at("tokens");
+      q_heads = shape.at("q_heads");
+      kv_heads = shape.at("kv_heads");
+      head_size = shape.at("head_size");
+      rotary_dim = shape.at("rotary_dim");
+    } catch (const std::exception&) {
+      return Status::invalid("rotary_embedding device preparation: the shape lacks one of its five sizes");
+    }
+    if (tokens < 0 || q_heads < 0 || kv_heads < 0 || head_size < 0 || rotary_dim < 0 || rotary_dim > head_size)
+      return Status::invalid("rotary_embedding device preparation: a negative size, or rotary_dim past head_size");
+    if (tokens == 0) return Status::success();  // every tensor is empty
+    const DrawSeeds seeds(seed);
+    const std::vector<std::int64_t> positions = draw_positions(tokens, tokens, seeds.positions);
+    // From pageable memory: the copy has taken the bytes when it returns, so the vector may go.
+    KTUNE_CUDA_TRY(cudaMemcpyAsync(tensors[Harness::positions], positions.data(), positions.size() * sizeof(std::int64_t),
+                                   cudaMemcpyHostToDevice, stream));
+    int device = 0, sms = 0;
+    KTUNE_CUDA_TRY(cudaGetDevice(&device));
+    KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const std::int64_t elements = std::max(tokens * (q_heads + kv_heads) * head_size, tokens * rotary_dim);
+    const std::int64_t wanted = std::max<std::int64_t>((elements + 255) / 256, 1);
+    const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(wanted, std::int64_t{sms} * 16));
+    return visit_dtype(dtype, [&](auto element) -> Status {
+      using E = decltype(element);
+      detail::prepare_kernel<E><<<blocks, 256, 0, stream>>>(
+          static_cast<const std::int64_t*>(tensors[Harness::positions]), static_cast<E*>(tensors[Harness::query]),
+          static_cast<E*>(tensors[Harness::key]), static_cast<float*>(tensors[Harness::cos_sin_cache]), reference[0],
+          reference[1], tokens, q_heads, kv_heads, head_size, rotary_dim, is_neox_of(shape), seed);
+      KTUNE_CHECK_LAUNCH();
+      return Status::success();
+    });
+  }
+};
+
+}  // namespace ktune::ops::rotary_embedding
