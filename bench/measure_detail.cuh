@@ -569,7 +569,7 @@ struct GpuMeasurer::State {
     return HarnessRegistry::global().device_preparation(g_op);
   }
   /// Groups up to this many bytes of inputs and references are prepared on the host as well when the GPU
-  /// prepares them (every act-and-mul group up to 16 tokens, the norms' up to 16 or 128): a check on several
+  /// prepares them (an op's groups of up to 16 or 128 tokens, by the size of its rows): a check on several
   /// shapes of each dtype per run. At 64 MiB (act-and-mul's 128 tokens too) the preparations on the GPU and
   /// their checks took 2.3-2.5 s of a ten-op tune.
   static constexpr std::size_t host_check_bytes = std::size_t{8} << 20;
