@@ -4,8 +4,10 @@
 // registered next to the original kernel, so the tools stay generic over ops.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -89,6 +91,29 @@ class DevicePreparation {
   /// `stream`. Unsupported shapes and dtypes return an error and write nothing.
   virtual Status prepare(const Shape& shape, DType dtype, std::uint64_t seed, const std::vector<void*>& tensors,
                          const std::vector<double*>& reference, cudaStream_t stream) const = 0;
+
+ protected:
+  /// The shape's sizes `names`, in that order, into `out`; an error where one is absent or negative.
+  static Status sizes_of(const Shape& shape, std::initializer_list<const char*> names, std::int64_t* out) {
+    for (const char* n : names) {
+      std::int64_t v = -1;
+      for (const auto& [dim, value] : shape.dims)
+        if (dim == n) v = value;
+      if (v < 0) return Status::invalid("device preparation: the shape lacks one of the op's sizes, or has a negative one");
+      *out++ = v;
+    }
+    return Status::success();
+  }
+  /// Blocks of a grid-stride loop over `items`: one per `per_block` items, at most `per_sm` on each SM of the
+  /// current device, and at least one.
+  static Status grid_blocks(std::int64_t items, int per_block, int per_sm, unsigned& blocks) {
+    int device = 0, sms = 0;
+    KTUNE_CUDA_TRY(cudaGetDevice(&device));
+    KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const std::int64_t wanted = (items + per_block - 1) / per_block;
+    blocks = static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(wanted, std::int64_t{sms} * per_sm)));
+    return Status::success();
+  }
 };
 
 class HarnessRegistry {

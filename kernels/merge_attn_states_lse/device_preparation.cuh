@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <exception>
 #include <vector>
 
 #include <ktune/dtype.hpp>
@@ -59,23 +58,13 @@ class DevicePreparation final : public ktune::DevicePreparation {
                  const std::vector<double*>& reference, cudaStream_t stream) const override {
     if (tensors.size() != Harness::count || reference.size() != 2)
       return Status::invalid("merge_attn_states_lse device preparation: expected its six tensors and two references");
-    std::int64_t tokens = 0, heads = 0, head_size = 0;
-    try {
-      tokens = shape.at("tokens");
-      heads = shape.at("heads");
-      head_size = shape.at("head_size");
-    } catch (const std::exception&) {
-      return Status::invalid("merge_attn_states_lse device preparation: the shape has no tokens, heads or head_size");
-    }
-    if (tokens < 0 || heads < 0 || head_size < 0)
-      return Status::invalid("merge_attn_states_lse device preparation: a negative size");
+    std::int64_t size[3];
+    KTUNE_TRY(sizes_of(shape, {"tokens", "heads", "head_size"}, size));
+    const std::int64_t tokens = size[0], heads = size[1], head_size = size[2];
     const std::int64_t pairs = tokens * heads;
     if (pairs == 0) return Status::success();  // every tensor is empty
-    int device = 0, sms = 0;
-    KTUNE_CUDA_TRY(cudaGetDevice(&device));
-    KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const std::int64_t wanted = (pairs * std::max<std::int64_t>(head_size, 1) + 255) / 256;
-    const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(wanted, std::int64_t{sms} * 16));
+    unsigned blocks = 0;
+    KTUNE_TRY(grid_blocks(pairs * std::max<std::int64_t>(head_size, 1), 256, 16, blocks));
     return visit_dtype(dtype, [&](auto element) -> Status {
       using E = decltype(element);
       detail::prepare_kernel<E><<<blocks, 256, 0, stream>>>(

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <exception>
 #include <vector>
 
 #include <ktune/dtype.hpp>
@@ -74,30 +73,18 @@ class DevicePreparation final : public ktune::DevicePreparation {
                  const std::vector<double*>& reference, cudaStream_t stream) const override {
     if (tensors.size() != Harness::count || reference.size() != 2)
       return Status::invalid("rotary_embedding device preparation: expected its four tensors and two references");
-    std::int64_t tokens = 0, q_heads = 0, kv_heads = 0, head_size = 0, rotary_dim = 0;
-    try {
-      tokens = shape.at("tokens");
-      q_heads = shape.at("q_heads");
-      kv_heads = shape.at("kv_heads");
-      head_size = shape.at("head_size");
-      rotary_dim = shape.at("rotary_dim");
-    } catch (const std::exception&) {
-      return Status::invalid("rotary_embedding device preparation: the shape lacks one of its five sizes");
-    }
-    if (tokens < 0 || q_heads < 0 || kv_heads < 0 || head_size < 0 || rotary_dim < 0 || rotary_dim > head_size)
-      return Status::invalid("rotary_embedding device preparation: a negative size, or rotary_dim past head_size");
+    std::int64_t size[5];
+    KTUNE_TRY(sizes_of(shape, {"tokens", "q_heads", "kv_heads", "head_size", "rotary_dim"}, size));
+    const std::int64_t tokens = size[0], q_heads = size[1], kv_heads = size[2], head_size = size[3], rotary_dim = size[4];
+    if (rotary_dim > head_size) return Status::invalid("rotary_embedding device preparation: rotary_dim past head_size");
     if (tokens == 0) return Status::success();  // every tensor is empty
     const DrawSeeds seeds(seed);
     const std::vector<std::int64_t> positions = draw_positions(tokens, tokens, seeds.positions);
     // From pageable memory: the copy has taken the bytes when it returns, so the vector may go.
     KTUNE_CUDA_TRY(cudaMemcpyAsync(tensors[Harness::positions], positions.data(), positions.size() * sizeof(std::int64_t),
                                    cudaMemcpyHostToDevice, stream));
-    int device = 0, sms = 0;
-    KTUNE_CUDA_TRY(cudaGetDevice(&device));
-    KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const std::int64_t elements = std::max(tokens * (q_heads + kv_heads) * head_size, tokens * rotary_dim);
-    const std::int64_t wanted = std::max<std::int64_t>((elements + 255) / 256, 1);
-    const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(wanted, std::int64_t{sms} * 16));
+    unsigned blocks = 0;
+    KTUNE_TRY(grid_blocks(std::max(tokens * (q_heads + kv_heads) * head_size, tokens * rotary_dim), 256, 16, blocks));
     return visit_dtype(dtype, [&](auto element) -> Status {
       using E = decltype(element);
       detail::prepare_kernel<E><<<blocks, 256, 0, stream>>>(

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <exception>
 #include <vector>
 
 #include <ktune/dtype.hpp>
@@ -56,20 +55,12 @@ class DevicePreparation final : public ktune::DevicePreparation {
                  const std::vector<double*>& reference, cudaStream_t stream) const override {
     if (tensors.size() != Harness::count || reference.size() != 1)
       return Status::invalid("act_and_mul device preparation: expected the tensors in and out and one reference");
-    std::int64_t tokens = 0, d = 0;
-    try {
-      tokens = shape.at("tokens");
-      d = shape.at("d");
-    } catch (const std::exception&) {
-      return Status::invalid("act_and_mul device preparation: the shape has no tokens or no d");
-    }
-    if (tokens < 0 || d < 0) return Status::invalid("act_and_mul device preparation: negative tokens or d");
+    std::int64_t size[2];
+    KTUNE_TRY(sizes_of(shape, {"tokens", "d"}, size));
+    const std::int64_t tokens = size[0], d = size[1];
     if (tokens == 0 || d == 0) return Status::success();
-    int device = 0, sms = 0;
-    KTUNE_CUDA_TRY(cudaGetDevice(&device));
-    KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const std::int64_t wanted = (tokens * d + 255) / 256;
-    const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(wanted, std::int64_t{sms} * 16));
+    unsigned blocks = 0;
+    KTUNE_TRY(grid_blocks(tokens * d, 256, 16, blocks));
     return visit_dtype(dtype, [&](auto element) -> Status {
       using E = decltype(element);
       detail::prepare_kernel<E, Reference><<<blocks, 256, 0, stream>>>(

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <exception>
 #include <vector>
 
 #include <ktune/dtype.hpp>
@@ -107,20 +106,13 @@ class DevicePreparation final : public ktune::DevicePreparation {
                                               "weight and two references"
                                             : "norm_rows device preparation: expected the tensors input, weight and "
                                               "output and one reference");
-    std::int64_t tokens = 0, h = 0;
-    try {
-      tokens = shape.at("tokens");
-      h = shape.at("h");
-    } catch (const std::exception&) {
-      return Status::invalid("norm_rows device preparation: the shape has no tokens or no h");
-    }
-    if (tokens < 0 || h < 0) return Status::invalid("norm_rows device preparation: negative tokens or h");
+    std::int64_t size[2];
+    KTUNE_TRY(sizes_of(shape, {"tokens", "h"}, size));
+    const std::int64_t tokens = size[0], h = size[1];
     if (h == 0) return Status::success();  // every tensor is empty
-    int device = 0, sms = 0;
-    KTUNE_CUDA_TRY(cudaGetDevice(&device));
-    KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    // One block per row up to 8 per SM, and at least one: with no rows, the weight is still drawn.
-    const unsigned blocks = static_cast<unsigned>(std::clamp<std::int64_t>(tokens, 1, std::int64_t{sms} * 8));
+    // One block per row, up to 8 per SM; with no rows, one still draws the weight.
+    unsigned blocks = 0;
+    KTUNE_TRY(grid_blocks(tokens, 1, 8, blocks));
     return visit_dtype(dtype, [&](auto element) -> Status {
       using E = decltype(element);
       E* input = static_cast<E*>(tensors[Kind::input_tensor]);
