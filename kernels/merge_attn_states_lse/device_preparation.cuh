@@ -23,23 +23,28 @@
 
 namespace ktune::ops::merge_attn_states_lse {
 
-namespace detail {
-
-/// pairs = tokens * heads (LSEs, out_lse), pairs * head_size elements (values, out); contiguous rows.
+/// What the preparation writes at (token, head) pair i and at element e of a group with contiguous rows: the same
+/// code on host and device, so that a CPU test runs it over a group as the kernel does (device_preparation_test.cu).
 template <class E>
-__global__ void prepare_kernel(E* __restrict__ prefix_out, float* __restrict__ prefix_lse, E* __restrict__ suffix_out,
-                               float* __restrict__ suffix_lse, double* __restrict__ ref_out, double* __restrict__ ref_lse,
-                               std::int64_t pairs, std::int64_t head_size, std::uint64_t seed) {
-  const DrawSeeds seeds(seed);
-  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = first; i < pairs; i += stride) {
+struct PreparationWrites {
+  E* prefix_out;
+  float* prefix_lse;
+  E* suffix_out;
+  float* suffix_lse;
+  double* ref_out;   ///< [pairs * head_size]
+  double* ref_lse;   ///< [pairs]
+  std::int64_t pairs;  ///< tokens * heads
+  std::int64_t head_size;
+  DrawSeeds seeds;
+
+  __host__ __device__ std::int64_t elements() const { return pairs * head_size; }
+  __host__ __device__ void pair(std::int64_t i) const {
     const LsePair l = lse_pair(seeds.lses, static_cast<std::uint64_t>(i));
     prefix_lse[i] = l.prefix;
     suffix_lse[i] = l.suffix;
     ref_lse[i] = reference_weights(l.prefix, l.suffix).lse;
   }
-  for (std::int64_t e = first; e < pairs * head_size; e += stride) {
+  __host__ __device__ void element(std::int64_t e) const {
     const LsePair l = lse_pair(seeds.lses, static_cast<std::uint64_t>(e / head_size));
     const E a = from_float<E>(value_at(seeds.prefix_values, static_cast<std::uint64_t>(e)));
     const E b = from_float<E>(value_at(seeds.suffix_values, static_cast<std::uint64_t>(e)));
@@ -47,6 +52,16 @@ __global__ void prepare_kernel(E* __restrict__ prefix_out, float* __restrict__ p
     suffix_out[e] = b;
     ref_out[e] = reference_value(l.prefix, l.suffix, static_cast<double>(to_float(a)), static_cast<double>(to_float(b)));
   }
+};
+
+namespace detail {
+
+template <class E>
+__global__ void prepare_kernel(PreparationWrites<E> w) {
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = first; i < w.pairs; i += stride) w.pair(i);
+  for (std::int64_t e = first; e < w.elements(); e += stride) w.element(e);
 }
 
 }  // namespace detail
@@ -67,10 +82,10 @@ class DevicePreparation final : public ktune::DevicePreparation {
     KTUNE_TRY(grid_blocks(pairs * std::max<std::int64_t>(head_size, 1), 256, 16, blocks));
     return visit_dtype(dtype, [&](auto element) -> Status {
       using E = decltype(element);
-      detail::prepare_kernel<E><<<blocks, 256, 0, stream>>>(
-          static_cast<E*>(tensors[Harness::prefix_out]), static_cast<float*>(tensors[Harness::prefix_lse]),
-          static_cast<E*>(tensors[Harness::suffix_out]), static_cast<float*>(tensors[Harness::suffix_lse]), reference[0],
-          reference[1], pairs, head_size, seed);
+      const PreparationWrites<E> w{static_cast<E*>(tensors[Harness::prefix_out]), static_cast<float*>(tensors[Harness::prefix_lse]),
+                                   static_cast<E*>(tensors[Harness::suffix_out]), static_cast<float*>(tensors[Harness::suffix_lse]),
+                                   reference[0], reference[1], pairs, head_size, DrawSeeds(seed)};
+      detail::prepare_kernel<E><<<blocks, 256, 0, stream>>>(w);
       KTUNE_CHECK_LAUNCH();
       return Status::success();
     });

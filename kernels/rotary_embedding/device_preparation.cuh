@@ -24,44 +24,67 @@
 
 namespace ktune::ops::rotary_embedding {
 
+/// What the preparation writes at element i of the cache and at element e of query and key in one index space
+/// (query's first), for a group with contiguous rows and the positions already in place: the same code on host and
+/// device, so that a CPU test runs it over a group as the kernel does (device_preparation_test.cu).
+template <class E>
+struct PreparationWrites {
+  const std::int64_t* positions;
+  E* query;
+  E* key;
+  float* cache;
+  double* ref_query;
+  double* ref_key;
+  std::int64_t tokens, q_heads, kv_heads, head_size, rotary_dim;
+  bool is_neox;
+  DrawSeeds seeds;
+
+  /// A head's elements as stored, from their draws (rotated_element's value).
+  struct DrawnHead {
+    std::uint64_t stream;
+    std::int64_t first;
+    __host__ __device__ double operator()(std::int64_t k) const {
+      return static_cast<double>(to_float(from_float<E>(head_value(stream, static_cast<std::uint64_t>(first + k)))));
+    }
+  };
+  /// A cache row, from its draws (rotated_element's cache).
+  struct DrawnRow {
+    std::uint64_t stream;
+    std::int64_t first, rotary_dim;
+    __host__ __device__ double operator()(std::int64_t k) const {
+      return static_cast<double>(cache_value(stream, rotary_dim, static_cast<std::uint64_t>(first + k)));
+    }
+  };
+
+  __host__ __device__ std::int64_t cache_elements() const { return tokens * rotary_dim; }
+  __host__ __device__ std::int64_t q_elements() const { return tokens * q_heads * head_size; }
+  __host__ __device__ std::int64_t head_elements() const { return q_elements() + tokens * kv_heads * head_size; }
+
+  __host__ __device__ void cache_element(std::int64_t i) const {
+    cache[i] = cache_value(seeds.cache, rotary_dim, static_cast<std::uint64_t>(i));
+  }
+  __host__ __device__ void head_element(std::int64_t e) const {
+    const bool is_query = e < q_elements();
+    const std::int64_t at = is_query ? e : e - q_elements();  // in its own tensor
+    const std::int64_t t = at / ((is_query ? q_heads : kv_heads) * head_size), i = at % head_size;
+    // The head's elements, its own and those it pairs with, drawn again (a few integer operations) rather than read.
+    const DrawnHead head{is_query ? seeds.query : seeds.key, at - i};
+    (is_query ? query : key)[at] = from_float<E>(head_value(head.stream, static_cast<std::uint64_t>(at)));
+    const std::int64_t p = positions[t];
+    const bool valid = p >= 0 && p < tokens;  // the cache has one row per token (Harness::tensors)
+    (is_query ? ref_query : ref_key)[at] =
+        valid ? rotated_element(head, DrawnRow{seeds.cache, p * rotary_dim, rotary_dim}, is_neox, rotary_dim, i) : head(i);
+  }
+};
+
 namespace detail {
 
-/// query [tokens, q_heads, head_size] and key [tokens, kv_heads, head_size] drawn and rotated, in one index space
-/// (query's elements first); the cache [tokens, rotary_dim] drawn; the positions already on the device.
 template <class E>
-__global__ void prepare_kernel(const std::int64_t* __restrict__ positions, E* __restrict__ query, E* __restrict__ key,
-                               float* __restrict__ cache, double* __restrict__ ref_query, double* __restrict__ ref_key,
-                               std::int64_t tokens, std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head_size,
-                               std::int64_t rotary_dim, bool is_neox, std::uint64_t seed) {
-  const DrawSeeds seeds(seed);
+__global__ void prepare_kernel(PreparationWrites<E> w) {
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = first; i < tokens * rotary_dim; i += stride)
-    cache[i] = cache_value(seeds.cache, rotary_dim, static_cast<std::uint64_t>(i));
-
-  const std::int64_t q_elements = tokens * q_heads * head_size, elements = q_elements + tokens * kv_heads * head_size;
-  for (std::int64_t e = first; e < elements; e += stride) {
-    const bool is_query = e < q_elements;
-    const std::int64_t at = is_query ? e : e - q_elements;  // in its own tensor
-    const std::uint64_t stream = is_query ? seeds.query : seeds.key;
-    const std::int64_t t = at / ((is_query ? q_heads : kv_heads) * head_size), i = at % head_size;
-    const E stored = from_float<E>(head_value(stream, static_cast<std::uint64_t>(at)));
-    (is_query ? query : key)[at] = stored;
-    // The head's other elements as stored, drawn again (a few integer operations) rather than read back.
-    const std::int64_t head_first = at - i;
-    auto value = [&](std::int64_t k) {
-      return static_cast<double>(to_float(from_float<E>(head_value(stream, static_cast<std::uint64_t>(head_first + k)))));
-    };
-    const std::int64_t p = positions[t];
-    double r = static_cast<double>(to_float(stored));
-    if (p >= 0 && p < tokens) {  // the cache has one row per token (Harness::tensors)
-      auto row = [&](std::int64_t k) {
-        return static_cast<double>(cache_value(seeds.cache, rotary_dim, static_cast<std::uint64_t>(p * rotary_dim + k)));
-      };
-      r = rotated_element(value, row, is_neox, rotary_dim, i);
-    }
-    (is_query ? ref_query : ref_key)[at] = r;
-  }
+  for (std::int64_t i = first; i < w.cache_elements(); i += stride) w.cache_element(i);
+  for (std::int64_t e = first; e < w.head_elements(); e += stride) w.head_element(e);
 }
 
 }  // namespace detail
@@ -87,10 +110,20 @@ class DevicePreparation final : public ktune::DevicePreparation {
     KTUNE_TRY(grid_blocks(std::max(tokens * (q_heads + kv_heads) * head_size, tokens * rotary_dim), 256, 16, blocks));
     return visit_dtype(dtype, [&](auto element) -> Status {
       using E = decltype(element);
-      detail::prepare_kernel<E><<<blocks, 256, 0, stream>>>(
-          static_cast<const std::int64_t*>(tensors[Harness::positions]), static_cast<E*>(tensors[Harness::query]),
-          static_cast<E*>(tensors[Harness::key]), static_cast<float*>(tensors[Harness::cos_sin_cache]), reference[0],
-          reference[1], tokens, q_heads, kv_heads, head_size, rotary_dim, is_neox_of(shape), seed);
+      const PreparationWrites<E> w{static_cast<const std::int64_t*>(tensors[Harness::positions]),
+                                   static_cast<E*>(tensors[Harness::query]),
+                                   static_cast<E*>(tensors[Harness::key]),
+                                   static_cast<float*>(tensors[Harness::cos_sin_cache]),
+                                   reference[0],
+                                   reference[1],
+                                   tokens,
+                                   q_heads,
+                                   kv_heads,
+                                   head_size,
+                                   rotary_dim,
+                                   is_neox_of(shape),
+                                   seeds};
+      detail::prepare_kernel<E><<<blocks, 256, 0, stream>>>(w);
       KTUNE_CHECK_LAUNCH();
       return Status::success();
     });
