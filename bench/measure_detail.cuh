@@ -453,6 +453,10 @@ struct GpuMeasurer::State {
   /// `reference` and `ref_norms` on the host: copied back from the device when the GPU computed them and
   /// the host compares (the device comparison turned off).
   Status ensure_host_reference();
+  /// reference_dev copied back to the host, an array per output.
+  Status copy_reference_back(std::vector<std::vector<double>>& out) const;
+  /// `reference` and its chunk norms (the host's comparisons) from `r`.
+  void adopt_reference(std::vector<std::vector<double>> r);
 
   // ---- the gate (measure_gate.cu)
   /// The gate set before a checked run: write-only outputs poisoned, in-place tensors as drawn, and

@@ -341,7 +341,7 @@ Status GpuMeasurer::State::prepare_on_device() {
 
 std::string GpuMeasurer::State::check_preparation(const HostTensors& host) {
   HostTensors gpu_inputs(tensors.size());
-  std::vector<std::vector<double>> gpu_reference(outputs.size());
+  std::vector<std::vector<double>> gpu_reference;
   Status st = Status::success();
   for (std::size_t t = 0; t < tensors.size() && st.ok(); ++t)
     if (tensors[t].access != Access::write) {
@@ -349,30 +349,34 @@ std::string GpuMeasurer::State::check_preparation(const HostTensors& host) {
       st = Status::from_cuda(cudaMemcpy(gpu_inputs[t].data(), pristine + offsets[t], tensors[t].bytes(), cudaMemcpyDeviceToHost),
                              "cudaMemcpy");
     }
-  for (std::size_t o = 0; o < outputs.size() && st.ok(); ++o) {
-    gpu_reference[o].resize(tensors[outputs[o]].elements);
-    st = Status::from_cuda(cudaMemcpy(gpu_reference[o].data(), reference_dev[o], gpu_reference[o].size() * sizeof(double),
-                                      cudaMemcpyDeviceToHost),
-                           "cudaMemcpy");
-  }
+  if (st.ok()) st = copy_reference_back(gpu_reference);
   if (!st.ok()) return "the GPU's inputs or reference could not be copied back: " + describe(st);
   if (std::string why = preparation_disagreement(tensors, host, reference, gpu_inputs, gpu_reference); !why.empty()) return why;
   // The host's comparisons (the cross-check of the device's) read what the device's read, to the last bit.
-  reference = std::move(gpu_reference);
-  ref_norms.clear();
-  for (const std::vector<double>& r : reference) ref_norms.push_back(chunk_norms(r));
+  adopt_reference(std::move(gpu_reference));
   return {};
+}
+
+Status GpuMeasurer::State::copy_reference_back(std::vector<std::vector<double>>& out) const {
+  out.assign(outputs.size(), {});
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    out[o].resize(tensors[outputs[o]].elements);
+    KTUNE_CUDA_TRY(cudaMemcpy(out[o].data(), reference_dev.at(o), out[o].size() * sizeof(double), cudaMemcpyDeviceToHost));
+  }
+  return Status::success();
+}
+
+void GpuMeasurer::State::adopt_reference(std::vector<std::vector<double>> r) {
+  reference = std::move(r);
+  ref_norms.clear();
+  for (const std::vector<double>& v : reference) ref_norms.push_back(chunk_norms(v));
 }
 
 Status GpuMeasurer::State::ensure_host_reference() {
   if (reference.size() == outputs.size()) return Status::success();
-  reference.assign(outputs.size(), {});
-  ref_norms.clear();
-  for (std::size_t o = 0; o < outputs.size(); ++o) {
-    reference[o].resize(tensors[outputs[o]].elements);
-    KTUNE_CUDA_TRY(cudaMemcpy(reference[o].data(), reference_dev.at(o), reference[o].size() * sizeof(double), cudaMemcpyDeviceToHost));
-    ref_norms.push_back(chunk_norms(reference[o]));
-  }
+  std::vector<std::vector<double>> r;
+  KTUNE_TRY(copy_reference_back(r));
+  adopt_reference(std::move(r));
   return Status::success();
 }
 
