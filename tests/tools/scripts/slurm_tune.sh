@@ -145,7 +145,13 @@ until [[ "$(state "$merge")" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|O
   sleep 1
 done
 jobs=()
-fail() { echo "FAIL: $*"; for f in "$tmp"/out/slurm/*.log; do echo "== $f"; tail -n 20 "$f"; done; exit 1; }
+fail() {
+  echo "FAIL: $*"
+  for f in "$tmp"/out/slurm/*.log; do echo "== $f"; tail -n 20 "$f"; done
+  # What the daemons said of the jobs (a launch refused leaves nothing in the job's own log).
+  for f in "$tmp"/log/slurmctld.log "$tmp"/log/slurmd.log; do echo "== $f"; grep -v -i 'pmix\|mpi' "$f" | tail -n 30; done
+  exit 1
+}
 slices=$(state "$array")
 [[ $(wc -w <<<"$slices") == 3 ]] || fail "expected 3 array tasks, scontrol shows: $slices"
 for s in $slices; do [[ "$s" == COMPLETED ]] || fail "an array task ended $s"; done
