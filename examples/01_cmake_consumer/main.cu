@@ -31,7 +31,7 @@ using bf16 = __nv_bfloat16;
   do {                                                                                         \
     const ktune::Status s_ = (call);                                                           \
     if (!s_.ok()) {                                                                            \
-      std::fprintf(stderr, "cuda_consumer: %s failed: %s\n", #call, s_.message);               \
+      std::fprintf(stderr, "cuda_consumer: %s failed: %s\n", #call, s_.describe().c_str());    \
       return 1;                                                                                \
     }                                                                                          \
   } while (0)

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "dtype.hpp"
+#include "launch.hpp"
 #include "random.hpp"
 #include "status.hpp"
 
@@ -41,18 +42,16 @@ inline unsigned fill_blocks(std::size_t n) {
 template <class T>
 Status fill_uniform(T* p, std::size_t n, std::uint64_t seed, float lo, float hi, cudaStream_t stream = nullptr) {
   if (n == 0) return Status::success();
-  detail::fill_uniform_kernel<T><<<detail::fill_blocks(n), 256, 0, stream>>>(p, n, seed, lo, hi);
-  KTUNE_CHECK_LAUNCH();
-  return Status::success();
+  return ktune::launch(detail::fill_uniform_kernel<T>, LaunchShape{dim3(detail::fill_blocks(n)), dim3(256)}, stream, p,
+                       n, seed, lo, hi);
 }
 
 /// Every element set to the raw pattern `bits` (e.g. poison_bits<T>()).
 template <class T>
 Status fill_bits(T* p, std::size_t n, std::uint32_t bits, cudaStream_t stream = nullptr) {
   if (n == 0) return Status::success();
-  detail::fill_bits_kernel<T><<<detail::fill_blocks(n), 256, 0, stream>>>(p, n, bits);
-  KTUNE_CHECK_LAUNCH();
-  return Status::success();
+  return ktune::launch(detail::fill_bits_kernel<T>, LaunchShape{dim3(detail::fill_blocks(n)), dim3(256)}, stream, p,
+                       n, bits);
 }
 
 }  // namespace ktune

@@ -23,7 +23,10 @@ struct LaunchShape {
   bool pdl = false;       ///< programmatic dependent launch (sm_90+)
 };
 
-/// Launches `kernel` with `shape` on `stream` and checks the launch (KTUNE_CHECK_LAUNCH).
+/// Launches `kernel` with `shape` on `stream` and returns the launch's own error: cudaLaunchKernelEx's
+/// result, taken out of the thread's last error again when it failed (KTUNE_CUDA_TRY). A launch that
+/// succeeds leaves the last error alone, so an error the caller had pending is neither reported as this
+/// launch's nor lost (status.hpp). With KTUNE_DEBUG_SYNC, also the kernel's execution error.
 template <class... Params, class... Args>
 Status launch(void (*kernel)(Params...), const LaunchShape& shape, cudaStream_t stream, Args&&... args) {
   KTUNE_TRY(detail::ensure_dynamic_smem(reinterpret_cast<const void*>(kernel), shape.smem));
@@ -49,7 +52,7 @@ Status launch(void (*kernel)(Params...), const LaunchShape& shape, cudaStream_t 
   config.attrs = n ? attrs : nullptr;
   config.numAttrs = n;
   KTUNE_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
-  KTUNE_CHECK_LAUNCH();
+  KTUNE_DEBUG_SYNC_CHECK();
   return Status::success();
 }
 

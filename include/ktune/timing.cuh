@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "fill.cuh"
+#include "launch.hpp"
 #include "median.hpp"
 #include "replay_batch.hpp"
 #include "status.hpp"
@@ -182,8 +183,9 @@ inline Status l2_flush_buffer(L2FlushBuffer& out) {
   b.n = 2 * static_cast<std::size_t>(l2) / sizeof(uint4) + 1;  // + 1: the sink, the last word
   KTUNE_CUDA_TRY(cudaMalloc(&b.words, b.n * sizeof(uint4)));
   if (const cudaError_t e = cudaMemset(b.words, 0, b.n * sizeof(uint4)); e != cudaSuccess) {
-    cudaFree(b.words);
-    return Status::from_cuda(e, "cudaMemset(L2 flush buffer)");
+    const Status failed = Status::from_cuda_call(e, "cudaMemset(L2 flush buffer)");
+    (void)cudaFree(b.words);
+    return failed;
   }
   out = buffers[dev] = b;
   return Status::success();
@@ -202,10 +204,8 @@ inline Status flush_l2(cudaStream_t stream) {
   detail::L2FlushBuffer b;
   KTUNE_TRY(detail::l2_flush_buffer(b));
   const std::size_t n = b.n - 1;
-  detail::l2_read_kernel<><<<static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 4096)), 256, 0, stream>>>(
-      b.words, n, reinterpret_cast<unsigned*>(b.words + n));
-  KTUNE_CHECK_LAUNCH();
-  return Status::success();
+  const LaunchShape shape{dim3(static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 4096))), dim3(256)};
+  return ktune::launch(detail::l2_read_kernel<>, shape, stream, b.words, n, reinterpret_cast<unsigned*>(b.words + n));
 }
 
 namespace detail {
@@ -411,11 +411,7 @@ Status time_kernel(Launch&& launch, std::size_t rotations, cudaStream_t stream, 
 /// launch-bound shapes. `stream` must be a created stream when opt.graph is set.
 inline Status time_empty_kernel(cudaStream_t stream, const TimingOptions& opt, TimingResult& out) {
   return time_kernel(
-      [&](std::size_t) -> Status {
-        detail::empty_kernel<><<<1, 32, 0, stream>>>();
-        KTUNE_CHECK_LAUNCH();
-        return Status::success();
-      },
+      [&](std::size_t) -> Status { return ktune::launch(detail::empty_kernel<>, LaunchShape{dim3(1), dim3(32)}, stream); },
       1, stream, opt, out);
 }
 
@@ -437,8 +433,9 @@ inline Status measure_copy_ceiling(CopyCeiling& out, std::size_t bytes = std::si
   KTUNE_CUDA_TRY(cudaMalloc(&src, bytes));
   const cudaError_t e = cudaMalloc(&dst, bytes);
   if (e != cudaSuccess) {
-    cudaFree(src);
-    return Status::from_cuda(e, "cudaMalloc(copy ceiling destination)");
+    const Status failed = Status::from_cuda_call(e, "cudaMalloc(copy ceiling destination)");
+    (void)cudaFree(src);
+    return failed;
   }
   auto run = [&]() -> Status {
     KTUNE_TRY(fill_uniform(static_cast<float*>(src), bytes / 4, 0x5eed, -1.f, 1.f, stream));
@@ -458,9 +455,8 @@ inline Status measure_copy_ceiling(CopyCeiling& out, std::size_t bytes = std::si
     const unsigned blocks = static_cast<unsigned>((n + 255) / 256);
     KTUNE_TRY(time_kernel(
         [&](std::size_t) -> Status {
-          detail::copy16_kernel<><<<blocks, 256, 0, stream>>>(static_cast<const uint4*>(src), static_cast<uint4*>(dst), n);
-          KTUNE_CHECK_LAUNCH();
-          return Status::success();
+          return ktune::launch(detail::copy16_kernel<>, LaunchShape{dim3(blocks), dim3(256)}, stream,
+                               static_cast<const uint4*>(src), static_cast<uint4*>(dst), n);
         },
         1, stream, opt, t));
     out.kernel_gbps = 2.0 * bytes / (t.median_us * 1e3);

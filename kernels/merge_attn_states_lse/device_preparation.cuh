@@ -16,6 +16,7 @@
 
 #include <ktune/dtype.hpp>
 #include <ktune/harness.hpp>
+#include <ktune/launch.hpp>
 #include <ktune/status.hpp>
 
 #include "harness.hpp"
@@ -85,9 +86,7 @@ class DevicePreparation final : public ktune::DevicePreparation {
       const PreparationWrites<E> w{static_cast<E*>(tensors[Harness::prefix_out]), static_cast<float*>(tensors[Harness::prefix_lse]),
                                    static_cast<E*>(tensors[Harness::suffix_out]), static_cast<float*>(tensors[Harness::suffix_lse]),
                                    reference[0], reference[1], pairs, head_size, DrawSeeds(seed)};
-      detail::prepare_kernel<E><<<blocks, 256, 0, stream>>>(w);
-      KTUNE_CHECK_LAUNCH();
-      return Status::success();
+      return ::ktune::launch(detail::prepare_kernel<E>, LaunchShape{dim3(blocks), dim3(256)}, stream, w);
     });
   }
 };

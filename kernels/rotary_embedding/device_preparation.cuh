@@ -17,6 +17,7 @@
 
 #include <ktune/dtype.hpp>
 #include <ktune/harness.hpp>
+#include <ktune/launch.hpp>
 #include <ktune/status.hpp>
 
 #include "harness.hpp"
@@ -123,9 +124,7 @@ class DevicePreparation final : public ktune::DevicePreparation {
                                    rotary_dim,
                                    is_neox_of(shape),
                                    seeds};
-      detail::prepare_kernel<E><<<blocks, 256, 0, stream>>>(w);
-      KTUNE_CHECK_LAUNCH();
-      return Status::success();
+      return ::ktune::launch(detail::prepare_kernel<E>, LaunchShape{dim3(blocks), dim3(256)}, stream, w);
     });
   }
 };

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <string>
 #include <string_view>
 
 #include <ktune/dtype.hpp>
@@ -30,6 +31,47 @@ TEST(Status, CarriesCodeMessageAndCudaError) {
   const ktune::Status p = propagates();
   EXPECT_EQ(p.code, ktune::StatusCode::invalid_argument);
   EXPECT_STREQ(p.message, "null pointer");
+}
+
+// describe(): the message, then the CUDA error's name and text, composed from the stored cudaError_t
+// (cudaGetErrorName and cudaGetErrorString need no device, so this runs anywhere).
+TEST(Status, DescribeAddsTheCudaErrorsNameAndText) {
+  const ktune::Status s = fails_in_cuda();
+  const std::string text = s.describe().c_str();
+  EXPECT_EQ(text, std::string(s.message) + ": cudaErrorInvalidValue (" + cudaGetErrorString(cudaErrorInvalidValue) + ")");
+  EXPECT_NE(text.find(" at tests/core/status_test.cpp:"), std::string::npos) << text;  // ktune's call site
+  // Without a CUDA error, the message alone; ok says so.
+  EXPECT_STREQ(ktune::Status::invalid("null pointer").describe().c_str(), "null pointer");
+  EXPECT_STREQ(ktune::Status::success().describe().c_str(), "ok");
+  // A code the runtime does not know still says what it is.
+  const ktune::Status unknown = ktune::Status::from_cuda(static_cast<cudaError_t>(99999), "somewhere");
+  EXPECT_EQ(std::string(unknown.describe().c_str()), std::string("somewhere: ") + cudaGetErrorName(unknown.cuda) + " (" +
+                                                         cudaGetErrorString(unknown.cuda) + ")");
+  // An internal error may carry a CUDA error too: it is named the same way.
+  const ktune::Status internal{ktune::StatusCode::internal, "profiler", cudaErrorNotSupported};
+  EXPECT_NE(std::string(internal.describe().c_str()).find("profiler: cudaErrorNotSupported ("), std::string::npos);
+}
+
+TEST(Status, DescribeCutsALongMessageButNeverTheCudaError) {
+  static const std::string long_message(2000, 'm');
+  const ktune::Status s = ktune::Status::from_cuda(cudaErrorLaunchOutOfResources, long_message.c_str());
+  const std::string text = s.describe().c_str();
+  const std::string tail = std::string(": cudaErrorLaunchOutOfResources (") + cudaGetErrorString(s.cuda) + ")";
+  EXPECT_EQ(text.size(), ktune::StatusText::capacity - 1);
+  ASSERT_GE(text.size(), tail.size() + 3);
+  EXPECT_EQ(text.substr(text.size() - tail.size()), tail);
+  EXPECT_EQ(text.substr(text.size() - tail.size() - 3, 3), "...");
+  EXPECT_EQ(text.find_first_not_of('m'), text.size() - tail.size() - 3);
+  // A message that fits exactly is kept whole.
+  const std::string fits(ktune::StatusText::capacity - 1 - tail.size(), 'f');
+  EXPECT_EQ(std::string(ktune::Status::from_cuda(cudaErrorLaunchOutOfResources, fits.c_str()).describe().c_str()),
+            fits + tail);
+  // from_cuda_call builds the same Status as from_cuda (what it does to the last error: GPU test).
+  const ktune::Status c = ktune::Status::from_cuda_call(cudaErrorInvalidValue, "call");
+  EXPECT_EQ(c.code, ktune::StatusCode::cuda_error);
+  EXPECT_EQ(c.cuda, cudaErrorInvalidValue);
+  EXPECT_STREQ(c.message, "call");
+  EXPECT_TRUE(ktune::Status::from_cuda_call(cudaSuccess, "call").ok());
 }
 
 TEST(DType, NamesParseAndVisit) {

@@ -42,9 +42,7 @@ inline std::uint64_t test_seed() {
 
 inline ::testing::AssertionResult ok(const Status& s) {
   if (s.ok()) return ::testing::AssertionSuccess();
-  auto r = ::testing::AssertionFailure() << to_string(s.code) << ": " << s.message;
-  if (s.cuda != cudaSuccess) r << " (" << cudaGetErrorName(s.cuda) << ": " << cudaGetErrorString(s.cuda) << ")";
-  return r;
+  return ::testing::AssertionFailure() << to_string(s.code) << ": " << s.describe().c_str();  // with CUDA's error
 }
 
 /// `count` elements of T in device memory, freed at scope exit; at least one element is allocated, so

@@ -151,6 +151,7 @@ Status profile_call(Launch&& launch, std::size_t rotations, cudaStream_t stream,
   if (rotations == 0) rotations = 1;
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) (void)Status::from_cuda_call(e, "cudaGetDeviceCount");  // takes its error out
   if (e != cudaSuccess || count == 0) {
     rec.activity_status = rec.metrics_status = "no usable CUDA device";
     return Status::unsupported("profile: no usable CUDA device");

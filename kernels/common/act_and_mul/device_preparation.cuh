@@ -20,6 +20,7 @@
 
 #include <ktune/dtype.hpp>
 #include <ktune/harness.hpp>
+#include <ktune/launch.hpp>
 #include <ktune/random.hpp>
 #include <ktune/status.hpp>
 
@@ -63,11 +64,9 @@ class DevicePreparation final : public ktune::DevicePreparation {
     KTUNE_TRY(grid_blocks(tokens * d, 256, 16, blocks));
     return visit_dtype(dtype, [&](auto element) -> Status {
       using E = decltype(element);
-      detail::prepare_kernel<E, Reference><<<blocks, 256, 0, stream>>>(
-          static_cast<E*>(tensors[Harness::in]), reference[0], tokens, d, seed, Harness::x_lo, Harness::x_hi,
-          Harness::y_lo, Harness::y_hi);
-      KTUNE_CHECK_LAUNCH();
-      return Status::success();
+      return ::ktune::launch(detail::prepare_kernel<E, Reference>, LaunchShape{dim3(blocks), dim3(256)}, stream,
+                             static_cast<E*>(tensors[Harness::in]), reference[0], tokens, d, seed, Harness::x_lo,
+                             Harness::x_hi, Harness::y_lo, Harness::y_hi);
     });
   }
 };

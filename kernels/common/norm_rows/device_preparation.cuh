@@ -19,6 +19,7 @@
 
 #include <ktune/dtype.hpp>
 #include <ktune/harness.hpp>
+#include <ktune/launch.hpp>
 #include <ktune/status.hpp>
 
 namespace ktune::ops::norm_rows {
@@ -119,11 +120,10 @@ class DevicePreparation final : public ktune::DevicePreparation {
       E* residual = nullptr;
       if constexpr (Kind::residual) residual = static_cast<E*>(tensors[Kind::residual_tensor]);
       E* weight = static_cast<E*>(tensors[Kind::weight_tensor]);
-      detail::prepare_rows_kernel<Kind, E, Draw><<<blocks, detail::prepare_threads, 0, stream>>>(
-          input, residual, weight, reference[0], Kind::residual ? reference[1] : nullptr, tokens, h, seed,
-          static_cast<double>(Eps(shape)), OverflowThreshold(dtype));
-      KTUNE_CHECK_LAUNCH();
-      return Status::success();
+      return ::ktune::launch(detail::prepare_rows_kernel<Kind, E, Draw>,
+                             LaunchShape{dim3(blocks), dim3(detail::prepare_threads)}, stream, input, residual, weight,
+                             reference[0], Kind::residual ? reference[1] : nullptr, tokens, h, seed,
+                             static_cast<double>(Eps(shape)), OverflowThreshold(dtype));
     });
   }
 };
