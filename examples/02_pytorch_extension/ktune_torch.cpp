@@ -19,8 +19,10 @@
 // current stream of the tensors' device, allocate only the outputs they were not given (from PyTorch's
 // allocator), and never synchronise: they can be captured in a CUDA graph.
 //
-// Exceptions: a wrong dtype raises TypeError; a wrong device, shape or layout ValueError (with what to
-// do about it); a CUDA failure RuntimeError.
+// Exceptions: a wrong dtype raises TypeError; a wrong device, shape or layout, or tensors that share an
+// element where one of them is written, ValueError (with what to do about it); a CUDA failure RuntimeError,
+// with the CUDA error's name and text, and no error left behind for PyTorch's own cudaGetLastError() check
+// (ktune takes its error out again: include/ktune/status.hpp).
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/extension.h>
@@ -41,6 +43,7 @@
 #include <kernels/rmsnorm/rmsnorm.hpp>
 #include <kernels/rotary_embedding/rotary_embedding.hpp>
 #include <kernels/silu_and_mul/silu_and_mul.hpp>
+#include <ktune/overlap.hpp>
 
 namespace {
 
@@ -109,25 +112,28 @@ Rows rows_of(const at::Tensor& t, const char* op, const char* name) {
   return r;
 }
 
-/// Whether the memory two tensors span intersects (so writing one could change the other).
+/// Whether two tensors share an element (so writing one could change the other), decided by element, not by
+/// the address ranges they span (ktune/overlap.hpp): views that interleave in one buffer share none, as q
+/// and k split from one packed qkv tensor (SGLang's `q, k, v = qkv.split(...)`), the halves of a [T, 2h]
+/// buffer, or rows of one view between the rows of another. Exact for every layout these functions take
+/// (rows of contiguous elements, evenly spaced, in any order of dimensions); for a layout they refuse anyway,
+/// whether the extents intersect. Call it after the layout checks, so that a refusal names the layout.
 bool overlaps(const at::Tensor& a, const at::Tensor& b) {
-  if (a.numel() == 0 || b.numel() == 0) return false;
-  auto span = [](const at::Tensor& t) {
-    std::int64_t last = 0;
-    for (std::int64_t i = 0; i < t.dim(); ++i) last += (t.size(i) - 1) * t.stride(i);
-    const auto* begin = static_cast<const char*>(t.data_ptr());
-    return std::make_pair(begin, begin + (last + 1) * t.element_size());
+  auto address = [](const at::Tensor& t) {
+    return static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(t.data_ptr()));
   };
-  const auto [a0, a1] = span(a);
-  const auto [b0, b1] = span(b);
-  return a0 < b1 && b0 < a1;
+  return ktune::may_share_an_element(address(a), static_cast<std::int64_t>(a.element_size()), static_cast<int>(a.dim()),
+                                     a.sizes().data(), a.strides().data(), address(b),
+                                     static_cast<std::int64_t>(b.element_size()), static_cast<int>(b.dim()),
+                                     b.sizes().data(), b.strides().data());
 }
 
 void check(const ktune::Status& st, const char* op) {
   if (st.ok()) return;
+  // describe(): ktune's message, and for a CUDA failure the error's name and text.
   if (st.code == ktune::StatusCode::cuda_error || st.code == ktune::StatusCode::internal)
-    TORCH_CHECK(false, "ktune ", op, ": ", st.message, " (", cudaGetErrorString(st.cuda), ")");
-  TORCH_CHECK_VALUE(false, "ktune ", op, ": ", st.message);
+    TORCH_CHECK(false, "ktune ", op, ": ", st.describe().c_str());
+  TORCH_CHECK_VALUE(false, "ktune ", op, ": ", st.describe().c_str());
 }
 
 cudaStream_t current_stream(const at::Tensor& t) { return at::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
@@ -151,10 +157,10 @@ at::Tensor act_and_mul(const char* op, ActAndMulEntry entry, const at::Tensor& i
     same_dtype(*out, input, op, "out", "input");
     on_device(*out, input, op, "out", "input");
     same_shape(*out, out_shape, op, "out");
-    TORCH_CHECK_VALUE(!overlaps(*out, input), op, ": out overlaps input");
   }
   at::Tensor result = out ? *out : at::empty(out_shape, input.options());
   const Rows o = rows_of(result, op, "out");
+  TORCH_CHECK_VALUE(!out || !overlaps(*out, input), op, ": out shares elements with input");
   if (in.rows == 0 || d == 0) return result;
   const c10::cuda::CUDAGuard guard(input.device());
   check(entry(dt, result.data_ptr(), input.data_ptr(), in.rows, d, current_stream(input), o.stride, in.stride), op);
@@ -195,11 +201,12 @@ at::Tensor norm_out(const char* op, NormEntry entry, const at::Tensor& input, co
     same_dtype(*out, input, op, "out", "input");
     on_device(*out, input, op, "out", "input");
     same_shape(*out, input.sizes(), op, "out");
-    TORCH_CHECK_VALUE(!overlaps(*out, weight), op, ": out overlaps weight");
   }
   at::Tensor result = out ? *out : at::empty_like(input);
   const Rows o = rows_of(result, op, "out");
-  // out may be input itself (in place, as sgl_kernel allows); any other overlap is refused by ktune.
+  TORCH_CHECK_VALUE(!out || !overlaps(*out, weight), op, ": out shares elements with weight");
+  // out may be input itself (in place, as sgl_kernel allows); any other shared element is refused by ktune's
+  // own check (kernels/common/norm_rows/checks.hpp, by element as here).
   if (in.rows == 0 || h == 0) return result;
   const c10::cuda::CUDAGuard guard(input.device());
   check(entry(dt, result.data_ptr(), input.data_ptr(), weight.data_ptr(), in.rows, h, static_cast<float>(eps),
@@ -239,9 +246,9 @@ void fused_add_norm(const char* op, FusedAddEntry entry, at::Tensor input, at::T
   TORCH_CHECK_VALUE(h <= 1 || weight.stride(0) == 1, op, ": weight is not contiguous; pass weight.contiguous()");
   const Rows in = rows_of(input, op, "input");
   const Rows res = rows_of(residual, op, "residual");
-  TORCH_CHECK_VALUE(!overlaps(input, residual), op, ": input and residual overlap (both are written)");
+  TORCH_CHECK_VALUE(!overlaps(input, residual), op, ": input and residual share elements (both are written)");
   TORCH_CHECK_VALUE(!overlaps(input, weight) && !overlaps(residual, weight), op,
-                    ": weight overlaps input or residual (they are written)");
+                    ": weight shares elements with input or residual (they are written)");
   if (in.rows == 0) return;
   const c10::cuda::CUDAGuard guard(input.device());
   check(entry(dt, input.data_ptr(), residual.data_ptr(), weight.data_ptr(), in.rows, h, static_cast<float>(eps),
@@ -314,10 +321,11 @@ std::tuple<at::Tensor, at::Tensor> merge_state_v2(const at::Tensor& v_a, at::Ten
   const std::int64_t out_stride = v_merged ? token_stride(*v_merged, op, "v_merged") : -1;
   // s_a and s_b are non-const copies (converted to float32 above): name the element type.
   for (const at::Tensor* in : std::initializer_list<const at::Tensor*>{&v_a, &v_b, &s_a, &s_b}) {
-    TORCH_CHECK_VALUE(!v_merged || !overlaps(*v_merged, *in), op, ": v_merged overlaps an input");
-    TORCH_CHECK_VALUE(!s_merged || !overlaps(*s_merged, *in), op, ": s_merged overlaps an input");
+    TORCH_CHECK_VALUE(!v_merged || !overlaps(*v_merged, *in), op, ": v_merged shares elements with an input");
+    TORCH_CHECK_VALUE(!s_merged || !overlaps(*s_merged, *in), op, ": s_merged shares elements with an input");
   }
-  TORCH_CHECK_VALUE(!v_merged || !s_merged || !overlaps(*v_merged, *s_merged), op, ": v_merged overlaps s_merged");
+  TORCH_CHECK_VALUE(!v_merged || !s_merged || !overlaps(*v_merged, *s_merged), op,
+                    ": v_merged shares elements with s_merged");
   at::Tensor v_out = v_merged ? *v_merged : at::empty(v_a.sizes(), v_a.options());
   at::Tensor s_out = s_merged ? *s_merged : at::empty(lse_shape, s_a.options());
   if (tokens == 0) return {v_out, s_out};
@@ -386,9 +394,10 @@ void apply_rope_with_cos_sin_cache_inplace(const at::Tensor& positions, at::Tens
   std::int64_t q_heads = 0, kv_heads = 0, q_stride = -1, k_stride = -1;
   rope_rows(query, head_size, op, "query", q_heads, q_stride);
   rope_rows(key, head_size, op, "key", kv_heads, k_stride);
-  TORCH_CHECK_VALUE(!overlaps(query, key), op, ": query and key overlap (both are written)");
+  // By element: q and k split from one packed qkv tensor interleave without sharing one.
+  TORCH_CHECK_VALUE(!overlaps(query, key), op, ": query and key share elements (both are written)");
   TORCH_CHECK_VALUE(!overlaps(query, cos_sin_cache) && !overlaps(key, cos_sin_cache), op,
-                    ": cos_sin_cache overlaps query or key (they are written)");
+                    ": cos_sin_cache shares elements with query or key (they are written)");
   if (tokens == 0) return;
   const c10::cuda::CUDAGuard guard(query.device());
   const at::Tensor pos = positions.scalar_type() == at::kLong ? positions.contiguous() : positions.to(at::kLong).contiguous();

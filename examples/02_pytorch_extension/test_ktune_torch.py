@@ -7,6 +7,9 @@
    and bf16, ragged shapes, strided rows (slices of wider rows, every other row, rows one element past
    alignment) and strided outputs; outputs are poisoned with NaN first, and every tensor sits in a
    guarded allocation, so an element not written, or written outside the tensor, is caught;
+   1b. views of one buffer: views that interleave without sharing an element (q and k split from one packed
+   qkv tensor, the halves of a [T, 2h] buffer, rows of different strides) are taken and computed right;
+   views that share an element, and transposed pairs, are refused with ValueError and nothing written;
 2. errors: wrong dtypes raise TypeError, wrong devices, shapes and layouts ValueError, and a call that
    raises has written nothing;
 3. CUDA graphs: each op captured and replayed gives bitwise the eager result, also on new input data;
@@ -31,6 +34,20 @@ from pathlib import Path
 from typing import Callable
 
 EXAMPLE_DIR = Path(__file__).resolve().parent
+
+
+def _load_beside(name: str, file: str):
+    """A module of this folder, by path: a package of the same name on sys.path (PyPA's `build`) must not
+    shadow it."""
+    spec = importlib.util.spec_from_file_location(name, EXAMPLE_DIR / file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+spec_reader = _load_beside("ktune_torch_spec_reader", "spec_reader.py")  # plain Python: no PyTorch needed
+Tolerance = spec_reader.Tolerance
 SEED = 20240611
 GUARD = 64            # elements either side of every tensor under test (128 bytes or more: keeps alignment)
 NAN = float("nan")
@@ -178,21 +195,11 @@ def same_bits(a, b) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and torch.equal(bits(a), bits(b))
 
 
-@dataclass(frozen=True)
-class Tolerance:
-    rel_l2: float
-    atol: float
-    rtol: float
-
-
 def spec_tolerances(root: Path, kernel: str) -> dict:
-    """The op's spec.json tolerances, by torch dtype: the ones ktune's own correctness gate applies."""
-    spec = json.loads((root / "kernels" / kernel / "spec.json").read_text())
-    # A dtype the spec does not measure (rotary_embedding's fp32, which sgl_kernel does not dispatch) is
-    # held to ktune's default tolerance for it (include/ktune/verify.hpp).
-    default = {"fp32": {"rel_l2": 1e-5, "atol": 1e-5, "rtol": 1e-5}}
-    return {dtype_of(name): Tolerance(**spec["tolerance"].get(name, default.get(name, {})))
-            for name in DTYPE_NAMES if name in spec["tolerance"] or name in default}
+    """The op's spec.json tolerances, by torch dtype: the ones ktune's own correctness gate applies, every field
+    spec.hpp reads (spec_reader.py, which `make test` runs on every op's spec without PyTorch); a dtype the
+    spec does not measure (rotary_embedding's fp32, which sgl_kernel does not dispatch) gets ktune's default."""
+    return {dtype_of(name): tol for name, tol in spec_reader.spec_tolerances(root, kernel).items()}
 
 
 def unravel(i: int, shape) -> list[int]:
@@ -205,7 +212,8 @@ def unravel(i: int, shape) -> list[int]:
 
 def compare(what: str, got, ref, tol: Tolerance) -> list[str]:
     """ktune's rule (include/ktune/verify.hpp): NaN and ±inf must match the reference exactly; every finite
-    element within atol + rtol * |ref|; the relative L2 error over finite pairs within rel_l2."""
+    element within atol + rtol * |ref|; the relative L2 error over finite pairs within rel_l2, the reference's
+    root mean square taken as at least tol.l2_floor() (atol, or the spec's rms_floor)."""
     if tuple(got.shape) != tuple(ref.shape):
         return [f"{what}: shape {list(got.shape)}, expected {list(ref.shape)}"]
     o, r = got.double(), ref.double()
@@ -217,7 +225,7 @@ def compare(what: str, got, ref, tol: Tolerance) -> list[str]:
     bad |= finite & (diff > tol.atol + tol.rtol * r.abs())
     err2 = diff.square().sum().item()
     ref2 = torch.where(finite, r, 0.0).square().sum().item()
-    rel_l2 = math.sqrt(err2 / ref2) if ref2 > 0 else math.sqrt(err2)
+    rel_l2 = spec_reader.relative_l2(err2, ref2, o.numel(), tol.l2_floor())
     mismatched = int(bad.sum().item())
     if mismatched == 0 and rel_l2 <= tol.rel_l2:
         return []
@@ -473,7 +481,10 @@ ROPE_SHAPES = [(1, 32, 8, 128, 128, 4096), (7, 40, 8, 128, 128, 64), (128, 64, 8
                (5, 16, 1, 64, 64, 100), (9, 4, 2, 128, 64, 33), (3, 5, 3, 37, 22, 9)]
 # (tokens, q_heads, kv_heads, head_size, rotary_dim, max_pos): LLaMA-3-8B, Qwen2.5-14B, LLaMA-3-70B, a
 # DeepSeek-V3-like rope part, partial rotary, odd sizes
-ROPE_LAYOUTS = ["contiguous", "wide_rows", "offset_1", "qkv_slices", "3d"]
+ROPE_LAYOUTS = ["contiguous", "wide_rows", "offset_1", "qkv_slices", "qkv_slices_3d", "3d"]
+# qkv_slices: q, k, v = qkv.split([q_heads * D, kv_heads * D, kv_heads * D], dim=-1) of one packed qkv
+# tensor, as SGLang's attention layers pass them; qkv_slices_3d: the same split of qkv.view(T, heads, D)
+# along the heads. q and k interleave in one buffer without sharing an element.
 
 
 def rope_case(mod, dtype, shape: tuple, layout: str, is_neox: bool, gen, tol) -> list[str]:
@@ -481,9 +492,12 @@ def rope_case(mod, dtype, shape: tuple, layout: str, is_neox: bool, gen, tol) ->
     cache = rope_cache(max_pos, rotary_dim)
     positions = rope_positions(tokens, max_pos, gen)
     qw, kw = q_heads * head_size, kv_heads * head_size
-    if layout == "qkv_slices":  # q, k = qkv.split(...): the token stride is the qkv row, as in SGLang
+    if layout.startswith("qkv_slices"):  # q, k = qkv.split(...): the token stride is the qkv row, as in SGLang
         qkv = Buffer((tokens, qw + 2 * kw), dtype, "contiguous", normal, gen)
-        q, k = qkv.tensor[:, :qw], qkv.tensor[:, qw:qw + kw]
+        if layout == "qkv_slices":
+            q, k, _ = qkv.tensor.split([qw, kw, kw], dim=-1)
+        else:
+            q, k, _ = qkv.tensor.view(tokens, q_heads + 2 * kv_heads, head_size).split([q_heads, kv_heads, kv_heads], dim=1)
         watched = [(qkv, "qkv")]
     else:
         qb = Buffer((tokens, qw), dtype, "contiguous" if layout == "3d" else layout, normal, gen,
@@ -498,7 +512,7 @@ def rope_case(mod, dtype, shape: tuple, layout: str, is_neox: bool, gen, tol) ->
     problems = [] if ret is None else [f"returned {type(ret).__name__}, expected None (in place)"]
     problems += compare("query", q.reshape(tokens, q_heads, head_size), want_q.to(torch.float64), tol)
     problems += compare("key", k.reshape(tokens, kv_heads, head_size), want_k.to(torch.float64), tol)
-    if layout == "qkv_slices":
+    if layout.startswith("qkv_slices"):
         v = qkv.tensor[:, qw + kw:]
         if not same_bits(v, qkv._view(qkv.initial)[:, qw + kw:]):
             problems.append("the v slice of qkv changed")
@@ -776,6 +790,212 @@ def test_correctness(mod, root: Path, report: Report) -> None:
     for label, check in other_cases(mod, gen):
         report.run(label, check)
     report.end_section("other calls")
+
+
+# ---- 1b. views of one buffer ----------------------------------------------------------------------
+# The binding decides whether two tensors share an element by element (include/ktune/overlap.hpp), not by
+# the address ranges they span: views that interleave in one buffer are taken and computed right; views
+# that share an element are refused with ValueError before anything is launched.
+
+def shared(shape: tuple, dtype, gen, fills: list) -> Buffer:
+    """One guarded buffer of `shape` holding several views; fills: (view function, value function) pairs
+    applied in order (the rest random). Its `initial` is taken after the fills."""
+    buf = Buffer(shape, dtype, "contiguous", normal, gen)
+    for view, fill in fills:
+        v = view(buf.tensor)
+        v.copy_(fill(v.numel(), gen).to(dtype).view(v.shape))
+    buf.initial = buf.flat.clone()
+    return buf
+
+
+def unchanged_except(buf: Buffer, written: list) -> bool:
+    """Every element of the buffer (guards included) as it was, except those of the views in `written`."""
+    probe = buf.flat.clone()
+    for view in written:
+        view(buf._view(probe)).copy_(view(buf._view(buf.initial)))
+    return same_bits(probe, buf.initial)
+
+
+def refused_untouched(call: Callable[[], object], buf: Buffer, why: str = "") -> list[str]:
+    """The call raises ValueError (its message holding `why`) and the buffer, guards included, is bitwise
+    as it was."""
+    try:
+        call()
+    except ValueError as e:
+        problems = [] if why in str(e) else [f"refused, but not for {why!r}: {first_line(e)}"]
+    except Exception as e:
+        return [f"raised {type(e).__name__} instead of ValueError: {first_line(e)}"]
+    else:
+        problems = ["did not raise ValueError"]
+    torch.cuda.synchronize()
+    if not buf.unchanged():
+        problems.append("changed the buffer although it raised")
+    return problems
+
+
+def shared_buffer_cases(mod, dtype, root: Path, gen) -> list[tuple[str, Callable[[], list[str]]]]:
+    """(label, check) for one dtype: interleaved views accepted and right, shared elements refused, and
+    transposed pairs refused (the binding takes rows of contiguous elements only) with nothing written."""
+    T, d, h = 6, 256, 512
+    cases = []
+
+    for op in ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul"):
+        tol = spec_tolerances(root, op)[dtype]
+
+        def act_interleaved(op=op, tol=tol):
+            # buf [T, 3d]: input = buf[:, :2d], out = buf[:, 2d:] (out poisoned first).
+            buf = shared((T, 3 * d), dtype, gen, [(lambda t: t[:, 2 * d:], lambda n, g: torch.full((n,), NAN, device="cuda"))])
+            x, out = buf.tensor[:, :2 * d], buf.tensor[:, 2 * d:]
+            ref = ACT_AND_MUL[op](x)
+            ret = getattr(mod, op)(x, out)
+            problems = [] if ret.data_ptr() == out.data_ptr() else ["did not return the out it was given"]
+            problems += compare("out", out, ref, tol)
+            if not unchanged_except(buf, [lambda t: t[:, 2 * d:]]):
+                problems.append("wrote outside out (input or guards)")
+            return problems
+
+        def act_sharing(op=op):
+            # out = buf[:, 2d - 1:3d - 1]: its first column is input's last.
+            buf = shared((T, 3 * d), dtype, gen, [])
+            return refused_untouched(lambda: getattr(mod, op)(buf.tensor[:, :2 * d], buf.tensor[:, 2 * d - 1:3 * d - 1]),
+                                     buf, "shares elements")
+
+        cases += [(f"{op}: input and out interleaved in one [T, 3d] buffer", act_interleaved),
+                  (f"{op}: out sharing one column with input -> ValueError, nothing written", act_sharing)]
+
+    for op in ("fused_add_rmsnorm", "gemma_fused_add_rmsnorm"):
+        tol = spec_tolerances(root, op)[dtype]
+        gemma = op.startswith("gemma")
+        w = (gemma_weight if gemma else rms_weight)(h, gen).to(dtype)
+
+        def add_norm(views: tuple, width: int, op=op, tol=tol, gemma=gemma, w=w):
+            inp_view, res_view = views
+            buf = shared((T, width), dtype, gen, [(inp_view, rms_input), (res_view, rms_residual)])
+            inp, res = inp_view(buf.tensor), res_view(buf.tensor)
+            want_out, want_res = ref_fused_add_rmsnorm(inp, res, w, 1e-6, 1.0 if gemma else 0.0)
+            getattr(mod, op)(inp, res, w, 1e-6)
+            problems = compare("input (normalised)", inp, want_out, tol) + compare("residual (sum)", res, want_res, tol)
+            if not unchanged_except(buf, [inp_view, res_view]):
+                problems.append("wrote outside input and residual")
+            return problems
+
+        # Halves of [T, 2h]; and rows of different strides: input = buf[:, :h] of rows of 4h, residual = rows of
+        # 2h from h on (buf.view(2T, 2h)[:T, h:]): [h, 2h) and [3h, 4h) of buf's rows. Their extents intersect.
+        halves = (lambda t: t[:, :h], lambda t: t[:, h:])
+        strides = (lambda t: t[:, :h], lambda t: t.view(2 * T, 2 * h)[:T, h:])
+        cases += [(f"{op}: input and residual the halves of one [T, 2h] buffer",
+                   lambda f=add_norm, v=halves: f(v, 2 * h)),
+                  (f"{op}: input and residual interleaved at row strides 4h and 2h",
+                   lambda f=add_norm, v=strides: f(v, 4 * h))]
+
+        def add_norm_sharing(op=op, w=w):
+            buf = shared((T, 4 * h), dtype, gen, [])
+            # residual's row 0 starts at input's last column: one shared element a row pair.
+            return refused_untouched(lambda: getattr(mod, op)(buf.tensor[:, :h], buf.tensor.view(2 * T, 2 * h)[:T, h - 1:2 * h - 1], w),
+                                     buf, "share elements")
+
+        cases.append((f"{op}: residual sharing an element with input (row strides 4h and 2h) -> ValueError, "
+                      "nothing written", add_norm_sharing))
+
+    for op in ("rmsnorm", "gemma_rmsnorm"):
+        tol = spec_tolerances(root, op)[dtype]
+        gemma = op.startswith("gemma")
+        w = (gemma_weight if gemma else rms_weight)(h, gen).to(dtype)
+
+        def norm(views: tuple, width: int, op=op, tol=tol, gemma=gemma, w=w):
+            in_view, out_view = views
+            buf = shared((T, width), dtype, gen, [(in_view, norm_input), (out_view, lambda n, g: torch.full((n,), NAN, device="cuda"))])
+            x, out = in_view(buf.tensor), out_view(buf.tensor)
+            want = ref_rmsnorm(x, w, 1e-6, 1.0 if gemma else 0.0)
+            ret = getattr(mod, op)(x, w, 1e-6, out)
+            problems = [] if ret.data_ptr() == out.data_ptr() else ["did not return the out it was given"]
+            problems += compare("out", out, want, tol)
+            if not unchanged_except(buf, [out_view]):
+                problems.append("wrote outside out (input or guards)")
+            return problems
+
+        halves = (lambda t: t[:, :h], lambda t: t[:, h:])
+        strides = (lambda t: t[:, :h], lambda t: t.view(2 * T, 2 * h)[:T, h:])
+        cases += [(f"{op}: input and out the halves of one [T, 2h] buffer", lambda f=norm, v=halves: f(v, 2 * h)),
+                  (f"{op}: input and out interleaved at row strides 4h and 2h (ktune's own check)",
+                   lambda f=norm, v=strides: f(v, 4 * h))]
+
+        def norm_sharing(op=op, w=w):
+            buf = shared((T, 2 * h), dtype, gen, [])
+            return refused_untouched(lambda: getattr(mod, op)(buf.tensor[:, :h], w, 1e-6, buf.tensor[:, 1:h + 1]), buf,
+                                     "overlaps input")
+
+        cases.append((f"{op}: out one element to the right of input -> ValueError, nothing written", norm_sharing))
+
+    merge_tol = spec_tolerances(root, "merge_attn_states_lse")
+    H, D = 4, 64
+
+    def merge_interleaved():
+        # buf [T, 3, H, D]: v_a, v_b, v_merged = buf.unbind(1): every token's three states side by side.
+        buf = shared((T, 3 * H * D), dtype, gen, [(lambda t: t[:, 2 * H * D:], lambda n, g: torch.full((n,), NAN, device="cuda"))])
+        v_a, v_b, v_m = buf.tensor.view(T, 3, H, D).unbind(1)
+        s_a, s_b = lse_pair(T, H, gen)
+        want_v, want_s = ref_merge_state(v_a, s_a, v_b, s_b)
+        v, s = mod.merge_state_v2(v_a, s_a, v_b, s_b, v_m)
+        problems = [] if v.data_ptr() == v_m.data_ptr() else ["did not return the v_merged it was given"]
+        problems += compare("v_merged", v, want_v, merge_tol[dtype]) + compare("s_merged", s, want_s, merge_tol[torch.float32])
+        if not unchanged_except(buf, [lambda t: t[:, 2 * H * D:]]):
+            problems.append("wrote outside v_merged (the inputs or guards)")
+        return problems
+
+    def merge_sharing():
+        buf = shared((T, 3 * H * D), dtype, gen, [])
+        v_a, v_b, _ = buf.tensor.view(T, 3, H, D).unbind(1)
+        v_m = buf.tensor[:, H * D - D:2 * H * D - D].view(T, H, D)  # its first head is v_a's last
+        s_a, s_b = lse_pair(T, H, gen, edge_cases=False)
+        return refused_untouched(lambda: mod.merge_state_v2(v_a, s_a, v_b, s_b, v_m), buf, "shares elements")
+
+    cases += [("merge_state_v2: v_a, v_b and v_merged interleaved in one [T, 3, H, D] buffer", merge_interleaved),
+              ("merge_state_v2: v_merged sharing a head with v_a -> ValueError, nothing written", merge_sharing)]
+
+    q_heads, kv_heads, head_size = 8, 2, 64
+    qw, kw = q_heads * head_size, kv_heads * head_size
+
+    def rope_sharing():
+        # k taken one head to the left of its place in qkv: its first head is q's last.
+        buf = shared((T, qw + 2 * kw), dtype, gen, [])
+        positions, cache = rope_positions(T, 16, gen), rope_cache(16, head_size)
+        q, k = buf.tensor[:, :qw], buf.tensor[:, qw - head_size:qw - head_size + kw]
+        return refused_untouched(lambda: mod.apply_rope_with_cos_sin_cache_inplace(positions, q, k, head_size, cache),
+                                 buf, "share elements")
+
+    cases.append(("apply_rope_with_cos_sin_cache_inplace: k one head into q in one qkv buffer -> ValueError, "
+                  "nothing written", rope_sharing))
+
+    # Transposed pairs: the second tensor a transposed view of the first's buffer. The binding takes rows of
+    # contiguous elements only, so the layout is refused (before the overlap is asked), nothing written.
+    def transposed_pair(call: Callable[[Buffer], object]):
+        buf = shared((64, 64), dtype, gen, [(lambda t: t, rms_input)])
+        return lambda: refused_untouched(lambda: call(buf), buf, "contiguous")
+
+    w64 = rms_weight(64, gen).to(dtype)
+    cases += [
+        ("rmsnorm: out the transpose of input -> ValueError, nothing written",
+         transposed_pair(lambda b: mod.rmsnorm(b.tensor, w64, 1e-6, b.tensor.t()))),
+        ("fused_add_rmsnorm: residual the transpose of input -> ValueError, nothing written",
+         transposed_pair(lambda b: mod.fused_add_rmsnorm(b.tensor, b.tensor.t(), w64))),
+        ("silu_and_mul: out a transposed block of input -> ValueError, nothing written",
+         transposed_pair(lambda b: mod.silu_and_mul(b.tensor[:32], b.tensor[32:, :32].t()))),
+        ("apply_rope_with_cos_sin_cache_inplace: key a transposed block of query's buffer -> ValueError, nothing written",
+         transposed_pair(lambda b: mod.apply_rope_with_cos_sin_cache_inplace(
+             torch.arange(32, device="cuda"), b.tensor[:32], b.tensor[32:, :32].t(), 32, rope_cache(32, 32)))),
+    ]
+    return cases
+
+
+def test_shared_buffers(mod, root: Path, report: Report) -> None:
+    report.section("1b. views of one buffer: interleaved views taken and right, shared elements refused, nothing written")
+    gen = torch.Generator(device="cuda").manual_seed(SEED + 4)
+    for name in DTYPE_NAMES:
+        dtype = dtype_of(name)
+        for label, check in shared_buffer_cases(mod, dtype, root, gen):
+            report.run(f"{label} ({name})", check)
+    report.end_section("views of one buffer")
 
 
 # ---- 2. errors ------------------------------------------------------------------------------------
@@ -1311,10 +1531,7 @@ def main() -> int:
         print(f"SKIPPED: no CUDA device ({why}; PyTorch {torch.__version__})")
         return 0
 
-    # build.py beside this file, by path: a `build` package on sys.path (PyPA's) must not shadow it.
-    spec = importlib.util.spec_from_file_location("ktune_torch_build", EXAMPLE_DIR / "build.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = _load_beside("ktune_torch_build", "build.py")  # by path: PyPA's `build` package must not shadow it
 
     report = Report(args.verbose)
     results: dict = {"environment": environment()}
@@ -1331,6 +1548,7 @@ def main() -> int:
         return 1
 
     test_correctness(mod, root, report)
+    test_shared_buffers(mod, root, report)
     test_errors(mod, report)
     test_graphs(mod, report)
     if not args.no_bench:
