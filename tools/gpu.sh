@@ -17,7 +17,11 @@
 # Steps (each fits one 10-minute call on an H100/H200):
 #   check     device facts, copy ceiling, the core GPU tests
 #   test      all GPU tests (every variant of every kernel), then compute-sanitizer memcheck and
-#             racecheck on the named sample (gtest filter SanitizerSample.*)
+#             racecheck on the named sample (gtest filter SanitizerSample.*), then the PyTorch example
+#             (examples/02_pytorch_extension: build.py, then test_ktune_torch.py) where this machine has a
+#             PyTorch that sees a CUDA device (`python3 -c 'import torch; assert torch.cuda.is_available()'`;
+#             KTUNE_PYTHON: another interpreter, KTUNE_TORCH=0: not at all, KTUNE_TORCH_ARGS: the test's
+#             arguments, e.g. --quick or --no-bench; default the whole run, timings included)
 #   tune      the halving search: screens, re-timed out-of-line screens, the finalists in interleaved
 #             rounds (make tune's run step; KTUNE_SEARCH=exhaustive: sweep, top-K, re-test as before
 #             the halving search; KTUNE_PASSES=2: twice, for the run-to-run section; KTUNE_EXHAUSTIVE_ARGS: the
@@ -124,13 +128,14 @@ remote() {
   [ -d "$stage/bin" ] || { echo "gpu.sh remote: no .gpu/ staged; run 'tools/gpu.sh pack' where you build" >&2; exit 1; }
   local out="${OUT:-$root}/gpu-results"
   rm -rf "$out" && mkdir -p "$out"
+  local plain_library_path=${LD_LIBRARY_PATH-}  # the PyTorch example runs without the staged libraries
   export LD_LIBRARY_PATH="$stage/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$out/nvidia-smi.csv" 2>&1 || true
   cp "$stage/commit" "$out/commit"
   local rc=0
   case "$step" in
     check)
-      "$stage/bin/ktune_gpu_tests" --gtest_filter='ArchGpu*:DeviceInfoGpu*:VerifyGpu*:FillGpu*:TimingGpu*:DeviceCheckGpu*:LaunchGpu*' \
+      "$stage/bin/ktune_gpu_tests" --gtest_filter='ArchGpu*:DeviceInfoGpu*:VerifyGpu*:FillGpu*:TimingGpu*:DeviceCheckGpu*:LaunchGpu*:LastErrorGpu*' \
         --gtest_output="json:$out/check.json" 2>&1 | tee "$out/check.log" || rc=$?
       ;;
     test)
@@ -145,7 +150,8 @@ remote() {
           echo "compute-sanitizer not found: $tool skipped" | tee "$out/sanitizer-$tool.log"
         fi
       done
-      summarize_gtest "$out/gpu-tests.json"
+      pytorch_example "$out" "$plain_library_path" || rc=$((rc ? rc : 5))
+      summarize_gtest "$out/gpu-tests.json" "$out/pytorch-example.json"
       ;;
     agent)
       # The generator's loop on this GPU with scripted LLM answers (tests/generator), candidates built
@@ -217,20 +223,95 @@ joined() {
   echo "$archive"
 }
 
-# A short table of a gtest JSON report: per suite, passed / failed / skipped.
+# The PyTorch example (examples/02_pytorch_extension) on this machine, where a PyTorch sees a CUDA device:
+# found by `$KTUNE_PYTHON -c 'import torch; assert torch.cuda.is_available()'` (python3 unless KTUNE_PYTHON
+# names another; KTUNE_TORCH=0: never run). Then build.py and test_ktune_torch.py $KTUNE_TORCH_ARGS --json,
+# each within KTUNE_TORCH_TIMEOUT seconds (default 420), with LD_LIBRARY_PATH as it was before the staged
+# libraries ($2). Into $1: pytorch-example.log (both, whole) and pytorch-example.json (the test's results, or
+# {"skipped": why} or {"error": what}: the summary's row). Says which PyTorch it found, or why it skips.
+# Returns non-zero only when the example ran and failed.
+pytorch_example() {
+  local out=$1 library_path=${2-} py=${KTUNE_PYTHON:-python3} dir="$root/examples/02_pytorch_extension"
+  local log="$out/pytorch-example.log" json="$out/pytorch-example.json" found rc=0
+  local limit=${KTUNE_TORCH_TIMEOUT:-420}
+  note() {  # a one-key JSON object, its text with quotes and backslashes made harmless
+    local text=${2//\\/\/}
+    printf '{"%s": "%s"}\n' "$1" "${text//\"/\'}" >"$json"
+  }
+  if [ "${KTUNE_TORCH:-1}" = 0 ]; then
+    echo "pytorch example: skipped (KTUNE_TORCH=0)" | tee "$log"
+    note skipped "KTUNE_TORCH=0"
+    return 0
+  fi
+  if ! command -v "$py" >/dev/null; then
+    echo "pytorch example: skipped: no $py on this machine" | tee "$log"
+    note skipped "no $py on this machine"
+    return 0
+  fi
+  # How PyTorch is found: it imports, it is built with CUDA, and it sees a device.
+  if ! found=$(LD_LIBRARY_PATH=$library_path "$py" -c 'import torch
+assert torch.version.cuda, f"PyTorch {torch.__version__} is built without CUDA"
+assert torch.cuda.is_available(), f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}): torch.cuda.is_available() is False"
+print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}) on {torch.cuda.get_device_name(0)}")' 2>&1); then
+    found=$(echo "$found" | tail -n 1)
+    echo "pytorch example: skipped: no CUDA PyTorch ($py -c 'import torch; assert torch.cuda.is_available()': $found)" |
+      tee "$log"
+    note skipped "no CUDA PyTorch: $found"
+    return 0
+  fi
+  found=$(echo "$found" | tail -n 1)
+  local args=()
+  read -r -a args <<<"${KTUNE_TORCH_ARGS-}"
+  echo "pytorch example: $found, found by $py -c 'import torch; assert torch.cuda.is_available()': build.py, then" \
+    "test_ktune_torch.py${args[*]:+ ${args[*]}} (log: pytorch-example.log)"
+  {
+    echo "pytorch example: $found"
+    LD_LIBRARY_PATH=$library_path timeout "$limit" "$py" "$dir/build.py" &&
+      LD_LIBRARY_PATH=$library_path timeout "$limit" "$py" "$dir/test_ktune_torch.py" "${args[@]}" --json "$json"
+  } >"$log" 2>&1 || rc=$?
+  if ! grep -q '"checks"' "$json" 2>/dev/null; then  # no results: say why in the summary's row
+    if [ "$rc" -eq 0 ]; then
+      note skipped "$(grep -m 1 '^SKIPPED' "$log" || echo 'test_ktune_torch.py wrote no results')"
+    elif [ "$rc" -eq 124 ]; then
+      note error "timed out after ${limit} s (KTUNE_TORCH_TIMEOUT; pytorch-example.log)"
+    else
+      note error "exit $rc before any result (pytorch-example.log)"
+    fi
+  fi
+  grep -E '^(FAIL |error: |[0-9]+ passed, [0-9]+ failed)' "$log" | tail -n 12 || true
+  return "$rc"
+}
+
+# A short table of a gtest JSON report: per suite, passed / failed / skipped; then, given the PyTorch
+# example's JSON (pytorch_example), its row: checks passed / failed, or skipped and why.
 summarize_gtest() {
-  python3 - "$1" <<'PY' || true
-import json, sys
-r = json.load(open(sys.argv[1]))
+  python3 - "$1" "${2:-}" <<'PY' || true
+import json, os, sys
 print(f"{'suite':44} {'pass':>5} {'fail':>5} {'skip':>5}")
-for s in r["testsuites"]:
-    p = f = k = 0
-    for t in s["testsuite"]:
-        if t.get("result") == "SKIPPED": k += 1
-        elif t.get("failures"): f += 1
-        else: p += 1
-    print(f"{s['name'][:44]:44} {p:5} {f:5} {k:5}")
-print(f"{'total':44} {r['tests'] - r['failures'] - r.get('disabled', 0):5} {r['failures']:5}")
+try:
+    r = json.load(open(sys.argv[1]))
+    for s in r["testsuites"]:
+        p = f = k = 0
+        for t in s["testsuite"]:
+            if t.get("result") == "SKIPPED": k += 1
+            elif t.get("failures"): f += 1
+            else: p += 1
+        print(f"{s['name'][:44]:44} {p:5} {f:5} {k:5}")
+    print(f"{'total':44} {r['tests'] - r['failures'] - r.get('disabled', 0):5} {r['failures']:5}")
+except (OSError, ValueError, KeyError) as e:
+    print(f"{'GPU tests: no report (' + type(e).__name__ + ')':44} {0:5} {1:5} {0:5}")
+if sys.argv[2] and os.path.exists(sys.argv[2]):
+    name = "pytorch example (test_ktune_torch.py)"
+    try:
+        e = json.load(open(sys.argv[2]))
+    except ValueError:
+        e = {"error": "unreadable " + sys.argv[2]}
+    if "checks" in e:
+        print(f"{name:44} {e['checks']['passed']:5} {len(e['checks']['failed']):5} {0:5}")
+    elif "skipped" in e:
+        print(f"{name:44} {0:5} {0:5} {1:5}  {e['skipped']}")
+    else:
+        print(f"{name:44} {0:5} {1:5} {0:5}  {e.get('error', 'no result')}")
 PY
 }
 
