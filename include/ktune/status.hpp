@@ -115,11 +115,32 @@ inline StatusText Status::describe() const noexcept {
   return t;
 }
 
+namespace detail {
+/// Takes `e`, the failed result of a CUDA runtime call ktune has just made, out of the thread's last error:
+/// only where the last error is `e` (a result kept from an earlier call, or one that never set the last
+/// error, leaves the caller's pending error alone).
+inline void take_last_error(cudaError_t e) noexcept {
+  if (e != cudaSuccess && cudaPeekAtLastError() == e) (void)cudaGetLastError();
+}
+
+/// For a sequence of CUDA calls whose failures are handled without a Status (a capture that may not work):
+/// remembers the last error pending before them, and settle() takes out what they left in its place.
+/// A pending error a failing call replaced is lost all the same (see the file comment).
+class LastErrorScope {
+ public:
+  LastErrorScope() noexcept : pending_(cudaPeekAtLastError()) {}
+  void settle() const noexcept {
+    if (cudaPeekAtLastError() != pending_) (void)cudaGetLastError();
+  }
+
+ private:
+  cudaError_t pending_;
+};
+}  // namespace detail
+
 inline Status Status::from_cuda_call(cudaError_t e, const char* where) noexcept {
   if (e == cudaSuccess) return Status{};
-  // Only the error this call left: a result kept from an earlier call (cupti.hpp's `synced`), or one that
-  // never set the last error, leaves the caller's pending error alone.
-  if (cudaPeekAtLastError() == e) (void)cudaGetLastError();
+  detail::take_last_error(e);
   return Status{StatusCode::cuda_error, where, e};
 }
 

@@ -289,12 +289,13 @@ Status replay_samples(cudaStream_t stream, const GraphGuard& g, int batch, int n
 
 /// Captures `start`, `batch` calls of enqueue() and `stop` on `stream` into g, instantiates and uploads
 /// it: a replay's elapsed time between the two events is the GPU's time for the batch alone. False, with
-/// the stream out of capture, no error left set and no g.exec, when the calls cannot be captured.
+/// the stream out of capture, no error of its own left set and no g.exec, when the calls cannot be captured.
 template <class Enqueue>
 bool capture_timed_batch(cudaStream_t stream, int batch, cudaEvent_t start, cudaEvent_t stop, Enqueue&& enqueue,
                          GraphGuard& g) {
+  const detail::LastErrorScope last_error;  // a failure here is an answer (false), not the caller's error
   if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
-    (void)cudaGetLastError();
+    last_error.settle();
     return false;
   }
   bool ok = cudaEventRecordWithFlags(start, stream, cudaEventRecordExternal) == cudaSuccess;
@@ -307,7 +308,7 @@ bool capture_timed_batch(cudaStream_t stream, int batch, cudaEvent_t start, cuda
     cudaGraphExecDestroy(g.exec);
     g.exec = nullptr;
   }
-  (void)cudaGetLastError();
+  last_error.settle();
   return ok;
 }
 }  // namespace detail

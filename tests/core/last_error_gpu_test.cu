@@ -12,6 +12,7 @@
 #include <ktune/fill.cuh>
 #include <ktune/launch.hpp>
 #include <ktune/status.hpp>
+#include <ktune/timing.cuh>
 
 #include "support/gpu.hpp"
 
@@ -126,6 +127,27 @@ TEST(LastErrorGpu, ACallThatSucceedsLeavesTheCallersPendingErrorAlone) {
   EXPECT_EQ(cudaGetLastError(), pending) << "the caller's pending error was taken or replaced";
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   KTUNE_ASSERT_CUDA(cudaDeviceSynchronize());
+}
+
+TEST(LastErrorGpu, TimingInAGraphLeavesTheCallersPendingErrorAlone) {
+  // time_kernel's graph capture may fail and fall back (its failures are answers, not errors): what it takes
+  // out of the last error afterwards is only what it left there.
+  KTUNE_REQUIRE_GPU();
+  (void)cudaGetLastError();
+  ktune::test::Stream stream;
+  ASSERT_NE(stream.s, nullptr);
+  void* huge = nullptr;
+  const cudaError_t pending = cudaMalloc(&huge, std::size_t{1} << 62);
+  ASSERT_NE(pending, cudaSuccess);
+  ktune::TimingOptions opt;
+  opt.warmup = 1;
+  opt.min_samples = opt.max_samples = 3;
+  opt.max_seconds = 0.5;
+  ktune::TimingResult result;
+  KTUNE_EXPECT_OK(ktune::time_empty_kernel(stream.s, opt, result));
+  EXPECT_TRUE(result.graph) << "the calls were not replayed from a graph";
+  EXPECT_EQ(cudaGetLastError(), pending) << "the caller's pending error was taken or replaced";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 TEST(LastErrorGpu, CheckLaunchTakesOutTheErrorOfARefusedTripleChevronLaunch) {

@@ -143,6 +143,12 @@ void check_validate_refuses_bad_arguments() {
         StatusCode::invalid_argument, "interleaved, one element shared per row");
   check([](A& a) { a.input_stride = a.output_stride = 128; a.output = const_cast<float*>(a.input) - 64; },
         StatusCode::ok, "interleaved, output first");
+  // Different strides, decided by element too (ktune/overlap.hpp): input rows of 4h hold [0, h), output rows of
+  // 2h start at h, so they hold [h, 2h) and [3h, 4h) of input's rows; one element to the left they share one.
+  check([](A& a) { a.input_stride = 256; a.output_stride = 128; a.output = const_cast<float*>(a.input) + 64; },
+        StatusCode::ok, "interleaved at strides 4h and 2h");
+  check([](A& a) { a.input_stride = 256; a.output_stride = 128; a.output = const_cast<float*>(a.input) + 63; },
+        StatusCode::invalid_argument, "strides 4h and 2h, one element shared");
 }
 
 // ---- space --------------------------------------------------------------------------------------
