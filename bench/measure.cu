@@ -134,6 +134,11 @@ void GpuMeasurer::set_wide_values(bool on) { s_->wide_values = on; }
 const PhaseTimes& GpuMeasurer::phases() const { return s_->phases; }
 const std::vector<std::string>& GpuMeasurer::warnings() const { return s_->warnings; }
 
+GpuMeasurer::Chain GpuMeasurer::chain() const {
+  const ChainInfo& c = s_->chain.info();
+  return {c.calibrated, c.effective, c.release_to_start_us, c.delay_us};
+}
+
 void GpuMeasurer::end_shape() { s_->release(); }
 
 std::string GpuMeasurer::begin_shape(const ShapeGroup& g) { return prepare_group(g, true); }

@@ -128,6 +128,14 @@ class GpuMeasurer : public SearchMeasurer {
   OnDevice on_device() const;
   /// Warnings for the run's summary (e.g. the device comparison turned off).
   const std::vector<std::string>& warnings() const;
+  /// The dependent chain's calibration (bench/dependent_chain.cuh, docs/judge.md item 12): whether a dependent
+  /// launched with PDL started before its producer was done here, how long after the producer's release it
+  /// started (the slowest probe), and how long the producer waits before it writes the call's inputs.
+  struct Chain {
+    bool calibrated = false, effective = false;
+    double release_to_start_us = -1, delay_us = 0;
+  };
+  Chain chain() const;
 
   /// A result with the item's names and the group's facts filled in, nothing measured.
   BenchResult blank(const WorkItem& item) const;

@@ -36,6 +36,8 @@
 #include <ktune/verify.hpp>
 
 #include "buffer_checks.cuh"
+#include "caller_state.hpp"
+#include "dependent_chain.cuh"
 #include "gpu_trace.hpp"
 #include "tensor_type.hpp"
 #include "device_compare.cuh"
@@ -382,6 +384,18 @@ struct GpuMeasurer::State {
   // calls must reproduce them bitwise. Kept across the screens and the rounds of a shape.
   std::map<std::string, std::vector<std::uint64_t>> gate_digests;
   std::uint64_t verify_draws = 0;       // fresh poison for every verification
+
+  // What a call leaves behind (docs/judge.md, item 11): the caller's settings (the stream's attributes, the
+  // context's limits, the cache configuration, the device flags and current device, ...) as they were before
+  // any variant ran; every checked call and every timing is compared with them, and a change is put back.
+  CallerState caller_baseline;
+  CallerStateQueries caller_queries;
+  bool caller_taken = false;
+  // The dependent chain (docs/judge.md, item 12): the gate's second run of each call, and the first checked
+  // timed call of each variant and shape (by benchmark name, which holds the shape), run behind a producer
+  // that releases them early and writes their inputs late.
+  DependentChain chain;
+  std::set<std::string> chain_verified;
   double launch_floor_us = -1;          // launch_floor's figure, measured once per process
   double launch_probe_us = -1;          // with it: an empty kernel's fastest single call, event to event
   double batch_for_us = 0;              // the current shape's figure every timing sizes its batch for
@@ -482,6 +496,17 @@ struct GpuMeasurer::State {
   /// Waits for the background check: its disagreement (empty when none); on one, the device comparison is
   /// off for the rest of the run.
   std::string settle_cross_check();
+
+  // ---- what a call leaves behind, and the dependent chain (measure_verify.cu)
+  /// The caller's settings before any variant runs: taken once, on the measuring stream.
+  Status ensure_caller_baseline();
+  /// After a variant's calls (`when` says which): the caller's settings against the baseline. A difference
+  /// gives `verdict` the judge's state_changed message naming each setting, its value before and after, and
+  /// is put back; one that cannot be put back makes `fatal` true (every later variant would run in it).
+  Status check_caller_state(const std::string& when, std::string& verdict, bool& fatal);
+  /// The chain's view of a call's inputs (every tensor it reads: read-only and in-place ones) at `at(t)`, their
+  /// real values in `pristine`.
+  std::vector<ChainTensor> chain_tensors(const std::function<void*(std::size_t)>& at) const;
 
   // ---- the judge's checks of timed calls (measure_verify.cu)
   /// The least one call takes as verify_work times it: an empty kernel between two event nodes of a

@@ -5,6 +5,7 @@
 #include "measure_detail.cuh"
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <system_error>
 #include <thread>
@@ -196,14 +197,30 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
       return false;
     }
   }
-  // One checked run: shared memory scribbled, the call, the whole device synchronised (work a variant
-  // put on a stream of its own included), guard zones and read-only inputs checked.
+  // The caller's settings before the first call of any variant (what a call leaves behind is compared with them).
+  if (const Status st = s.ensure_caller_baseline(); !st.ok()) {
+    s.cuda_failure(r, "error: reading the caller's state: ", st);
+    r.cacheable = r.fatal;
+    return false;
+  }
+  // One checked run: shared memory scribbled, the call (`chained`: as the second kernel of a dependent chain,
+  // its inputs written late by a kernel that released it early), the whole device synchronised (work a variant
+  // put on a stream of its own included), the caller's state, guard zones and read-only inputs checked.
   auto checked_run = [&](std::uint32_t scribble, const std::string& when, std::vector<std::uint64_t>& out_digests,
-                         const std::function<Status()>& also = nullptr) -> bool {
+                         const std::function<Status()>& also = nullptr, bool chained = false) -> bool {
     PartScope reset(s.phases, "gate.reset");
     Status st = s.reset_gate();
     if (st.ok()) st = scribble_shared_memory(scribble, s.stream);
     reset.stop();
+    if (st.ok() && chained) {
+      PartScope part(s.phases, "gate.chain");
+      const bool calibrated = s.chain.info().calibrated;
+      st = s.chain.enqueue(s.chain_tensors([&](std::size_t t) -> void* { return s.gate_ptr[t]; }), s.dtype, s.stream);
+      if (st.ok() && !calibrated && !s.chain.info().effective)
+        s.warnings.push_back("the dependent chain: no kernel launched with programmatic dependent launch started before the "
+                             "kernel before it was done on this device, so the chain checks stream order only, not reads "
+                             "before a griddepcontrol.wait");
+    }
     if (!st.ok()) {
       s.cuda_failure(r, "error: resetting the gate's buffers: ", st);
       r.cacheable = r.fatal;
@@ -211,19 +228,31 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
     }
     PartScope run(s.phases, "gate.runs");
     st = v->run(s.gate_args.get(), s.stream);
+    const bool launched = st.ok();
+    if (launched) st = Status::from_cuda(cudaDeviceSynchronize(), "the kernel");
+    run.stop();
+    // What the call left in the caller's stream, context and device, even where it failed: put back before
+    // anything else runs, and a verdict of its own before any other.
+    std::string verdict;
+    bool fatal = false;
+    {
+      PartScope part(s.phases, "gate.state");
+      const Status state = s.check_caller_state(when, verdict, fatal);
+      if (!state.ok() && st.ok()) st = state;
+    }
+    if (!verdict.empty()) {
+      s.gate_dirty = true;
+      r.error = verdict;
+      r.fatal = fatal;
+      return false;
+    }
     if (!st.ok()) {
       s.gate_dirty = true;
-      if (st.code == StatusCode::cuda_error) s.cuda_failure(r, "incorrect: the launch failed: ", st);
+      if (launched) s.cuda_failure(r, "incorrect: ", st);
+      else if (st.code == StatusCode::cuda_error) s.cuda_failure(r, "incorrect: the launch failed: ", st);
       else r.error = "cannot implement: " + describe(st);
       return false;
     }
-    st = Status::from_cuda(cudaDeviceSynchronize(), "the kernel");
-    run.stop();
-    if (!st.ok()) {
-      s.cuda_failure(r, "incorrect: ", st);
-      return false;
-    }
-    std::string verdict;
     PartScope checks(s.phases, "gate.buffer_checks");
     st = s.check_buffers(when, verdict, out_digests, also);
     checks.stop();
@@ -325,16 +354,43 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
     return false;
   }
 
-  // The same call again, with other leftovers in shared memory: bitwise the same outputs.
-  if (!checked_run(smem_scribble_second, "(the gate's second run of the same call)", second)) return false;
-  for (std::size_t o = 0; o < s.outputs.size(); ++o)
-    if (first[o] != second[o]) {
-      r.error = judge::message(judge::Verdict::nondeterministic,
-                               s.tensors[s.outputs[o]].name +
-                                   ": two runs of the same call on the same inputs gave outputs that differ bitwise (a race, "
-                                   "an order-dependent reduction, or a read of memory nobody wrote)" + seed);
+  // The same call again, with other leftovers in shared memory, and as the second kernel of a dependent chain
+  // (dependent_chain.cuh): its inputs hold stale values until the kernel before it on the stream, which released
+  // it at its start, writes the real ones late. Bitwise the same outputs: a call that reads its inputs before
+  // its griddepcontrol.wait computes, in part, from the stale ones.
+  if (!checked_run(smem_scribble_second, "(the gate's second run of the same call, behind a kernel that wrote its inputs late)",
+                   second, nullptr, /*chained=*/true))
+    return false;
+  std::size_t differs = s.outputs.size();
+  for (std::size_t o = 0; o < s.outputs.size() && differs == s.outputs.size(); ++o)
+    if (first[o] != second[o]) differs = o;
+  if (differs < s.outputs.size()) {
+    // The chain or a race: the call twice more with its inputs in place, with each run's shared-memory leftovers.
+    // The first run's outputs both times: the chain made the difference (a race would have to repeat itself
+    // twice to look like it).
+    std::vector<std::uint64_t> third, fourth;
+    if (!checked_run(smem_scribble_second, "(the gate's third run of the same call, its inputs in place)", third)) return false;
+    if (third == first && !checked_run(smem_scribble_first, "(the gate's fourth run of the same call, its inputs in place)", fourth))
       return false;
+    const std::string& name = s.tensors[s.outputs[differs]].name;
+    const ChainInfo& chain = s.chain.info();
+    if (third == first && fourth == first && chain.effective) {
+      char later[32];
+      std::snprintf(later, sizeof later, "%.0f us", chain.delay_us);
+      r.error = judge::message(
+          judge::Verdict::reads_before_wait,
+          name + ": run as the second kernel of a dependent chain, the call gave other outputs: the kernel before it on the "
+                 "stream released it at its start (griddepcontrol.launch_dependents) and wrote its inputs " + later +
+              " later, so the call read inputs before its griddepcontrol.wait (ktune::pdl_wait) returned; run again with "
+              "its inputs in place, twice, it gave the first run's outputs. In a model the kernel before a call writes its inputs: "
+              "a call launched with PDL must wait before its first global access" + seed);
+    } else {
+      r.error = judge::message(judge::Verdict::nondeterministic,
+                               name + ": two runs of the same call on the same inputs gave outputs that differ bitwise (a race, "
+                                      "an order-dependent reduction, or a read of memory nobody wrote)" + seed);
     }
+    return false;
+  }
   s.gate_digests[item.name] = first;
   s.checked = v;
   return true;

@@ -188,12 +188,24 @@ void GpuMeasurer::round(std::vector<RoundEntry>& finalists) {
       st = s.verify_work(*timers[j]->v, finalists[j].item->name, finalists[j].timed.median_us, verdicts[j]);
     }
     if (st.ok() && broke.empty()) st = s.check_rotation(broke);
+    // What the round's calls left in the caller's stream, context and device: put back, and (not knowing whose
+    // it was) every finalist timed and judged again alone, as for broken inputs.
+    std::string changed;
+    bool fatal = false;
+    if (st.ok()) {
+      PartScope part(s.phases, "verify.state");
+      st = s.check_caller_state("after a round of the search's finalists", changed, fatal);
+    }
     for (std::size_t j : timed) {
       RoundEntry& e = finalists[j];
       if (!st.ok()) {
         s.cuda_failure(*e.result, "incorrect: verifying the timed calls: ", st);
         if (e.result->fatal) return;
-      } else if (!broke.empty()) {
+      } else if (fatal) {
+        e.result->error = changed;
+        e.result->fatal = true;
+        return;
+      } else if (!broke.empty() || !changed.empty()) {
         alone.push_back(j);
       } else if (!verdicts[j].empty()) {
         e.result->error = verdicts[j];  // wrong work is not timed again

@@ -20,6 +20,52 @@ using judge::work_time_factor;
 constexpr double cold_graph_launch_us = 15.0;
 }  // namespace
 
+Status GpuMeasurer::State::ensure_caller_baseline() {
+  if (caller_taken) return Status::success();
+  KTUNE_TRY(ensure_stream());
+  KTUNE_TRY(snapshot_caller_state(stream, caller_queries, caller_baseline));
+  caller_taken = true;
+  return Status::success();
+}
+
+Status GpuMeasurer::State::check_caller_state(const std::string& when, std::string& verdict, bool& fatal) {
+  verdict.clear();
+  fatal = false;
+  KTUNE_TRY(ensure_caller_baseline());
+  CallerState now;
+  KTUNE_TRY(snapshot_caller_state(stream, caller_queries, now));
+  const std::string changed = caller_state_changes(caller_baseline, now, caller_queries);
+  if (changed.empty()) return Status::success();
+  // Put back before anything else runs: the next variant (or S) must run in the caller's state, not this one's.
+  std::string left;
+  const Status restored = restore_caller_state(stream, caller_baseline, caller_queries, left);
+  verdict = judge::message(judge::Verdict::state_changed,
+                           changed + " " + when +
+                               ": a call must leave the caller's stream, context and device as it found them (its own "
+                               "kernels' attributes are its business)");
+  if (!restored.ok() || !left.empty()) {
+    fatal = true;
+    verdict += "; the judge could not put it back (" + (restored.ok() ? left : describe(restored)) +
+               "), so ktune_bench stops here (rerun to resume after it)";
+  }
+  return Status::success();
+}
+
+std::vector<ChainTensor> GpuMeasurer::State::chain_tensors(const std::function<void*(std::size_t)>& at) const {
+  std::vector<ChainTensor> out;
+  const auto spec = specs.find(op);
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    const TensorInfo& ti = tensors[t];
+    if (ti.access == Access::write || !ti.bytes()) continue;
+    bool number = true;  // an index tensor's stale values must stay valid indices: other elements of its own
+    if (spec != specs.end())
+      for (const SpecTensor& st : spec->second.tensors)
+        if (st.name == ti.name) number = !st.is_index();
+    out.push_back({pristine + offsets[t], at(t), ti.bytes(), ti.element_bytes, number});
+  }
+  return out;
+}
+
 Status GpuMeasurer::State::launch_floor(double& us) {
   if (launch_floor_us < 0) KTUNE_TRY(measure_launch_floor(launch_floor_us));
   us = launch_floor_us;
@@ -72,6 +118,29 @@ Status GpuMeasurer::State::verify_work(const Variant& v, const std::string& name
   // finalist is timed at least six times.
   const std::size_t set = rotations > 1 ? static_cast<std::size_t>(mix64(seed ^ 0x5e75e7ull ^ ++verify_draws) % rotations) : 0;
   double fastest_us = -1;
+  // The set as the checked call is made on it: write-only outputs overwritten with fresh random numbers, in-place
+  // tensors as drawn.
+  auto refill = [&]() -> Status {
+    for (std::size_t t = 0; t < tensors.size(); ++t) {
+      const TensorInfo& ti = tensors[t];
+      if (ti.access == Access::read_write && ti.bytes()) {
+        KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor_ptr(set, t), pristine + offsets[t], ti.bytes(), cudaMemcpyDeviceToDevice, stream));
+      } else if (ti.access == Access::write) {
+        const std::uint64_t draw = mix64(seed ^ 0x7e57ed5e7ull ^ ++verify_draws);
+        KTUNE_TRY(visit_tensor_type(ti, dtype, [&](auto e) {
+          using T = decltype(e);
+          return fill_uniform(static_cast<T*>(tensor_ptr(set, t)), ti.elements, draw, -1.f, 1.f, stream);
+        }));
+      }
+    }
+    return Status::success();
+  };
+  auto output_digests = [&](std::vector<std::uint64_t>& d) -> Status {
+    std::vector<Span> spans;
+    for (std::size_t t : outputs) spans.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
+    PartScope part(phases, "verify.digests");
+    return digests(spans, stream, check_scratch, d);
+  };
   // A single call of a few microseconds can be slow once (the GPU busy with another process, a graph's
   // first launch): the check runs again, up to three times, before it blames the variant. Skipped work
   // stays skipped: each run starts from outputs refilled with random numbers.
@@ -97,18 +166,7 @@ Status GpuMeasurer::State::verify_work(const Variant& v, const std::string& name
     // Whatever ran during the capture or the warm launch (a kernel put on a stream of the variant's
     // own, which no graph of the call holds) is done before the refill, so it does not count either.
     KTUNE_CUDA_TRY(cudaDeviceSynchronize());
-    for (std::size_t t = 0; t < tensors.size(); ++t) {
-      const TensorInfo& ti = tensors[t];
-      if (ti.access == Access::read_write && ti.bytes()) {
-        KTUNE_CUDA_TRY(cudaMemcpyAsync(tensor_ptr(set, t), pristine + offsets[t], ti.bytes(), cudaMemcpyDeviceToDevice, stream));
-      } else if (ti.access == Access::write) {
-        const std::uint64_t draw = mix64(seed ^ 0x7e57ed5e7ull ^ ++verify_draws);
-        KTUNE_TRY(visit_tensor_type(ti, dtype, [&](auto e) {
-          using T = decltype(e);
-          return fill_uniform(static_cast<T*>(tensor_ptr(set, t)), ti.elements, draw, -1.f, 1.f, stream);
-        }));
-      }
-    }
+    KTUNE_TRY(refill());
     Status launched;  // after the refill on this stream; the graph's own events leave the refill out
     if (graphed) {
       launched = Status::from_cuda(cudaGraphLaunch(g.exec, stream), "cudaGraphLaunch");
@@ -125,13 +183,8 @@ Status GpuMeasurer::State::verify_work(const Variant& v, const std::string& name
     calls.stop();
     fastest_us = fastest_us < 0 ? ms * 1e3 : std::min(fastest_us, ms * 1e3);
     // The outputs in one pass over the set (check_rotation checks the inputs of every set after this).
-    std::vector<Span> spans;
-    for (std::size_t t : outputs) spans.push_back({tensor_ptr(set, t), tensors[t].bytes(), 0});
     std::vector<std::uint64_t> d;
-    {
-      PartScope part(phases, "verify.digests");
-      KTUNE_TRY(digests(spans, stream, check_scratch, d));
-    }
+    KTUNE_TRY(output_digests(d));
     for (std::size_t o = 0; o < outputs.size(); ++o)
       if (d[o] != known->second[o]) {
         verdict = judge::message(judge::Verdict::work_skipped,
@@ -154,7 +207,35 @@ Status GpuMeasurer::State::verify_work(const Variant& v, const std::string& name
                   "the start of the run, %.2f us measured right after this check)",
                   fastest_us, median_us, work_time_factor, allowed_us, floor_us, floor_now);
     verdict = judge::message(judge::Verdict::work_skipped, buf);
+    return Status::success();
   }
+  // Once per variant and shape, the first time its timed calls are checked: the call once more, as the second
+  // kernel of a dependent chain (dependent_chain.cuh), its outputs random numbers as in the timed calls (the
+  // gate's chained run had them poisoned: a variant that read early only where its outputs hold numbers passed
+  // it). Not timed: the producer's delay is in the way, and a plain launch, not a graph, since a kernel launched
+  // before a graph is no programmatic predecessor of the graph's first kernel.
+  if (!chain_verified.insert(name).second) return Status::success();
+  PartScope part(phases, "verify.chain");
+  KTUNE_TRY(refill());
+  KTUNE_TRY(chain.enqueue(chain_tensors([&](std::size_t t) { return tensor_ptr(set, t); }), dtype, stream));
+  Status launched = v.run(args[set].get(), stream);
+  if (launched.ok()) launched = Status::from_cuda(cudaDeviceSynchronize(), "the chained call");
+  KTUNE_TRY(launched);
+  std::vector<std::uint64_t> d;
+  KTUNE_TRY(output_digests(d));
+  for (std::size_t o = 0; o < outputs.size(); ++o)
+    if (d[o] != known->second[o]) {
+      char later[32];
+      std::snprintf(later, sizeof later, "%.0f us", chain.info().delay_us);
+      verdict = judge::message(judge::Verdict::reads_before_wait,
+                               tensors[outputs[o]].name + " after a timed call (rotation set " + std::to_string(set) +
+                                   ", its outputs overwritten with random numbers first) made as the second kernel of a "
+                                   "dependent chain, the kernel before it releasing it at its start and writing its inputs " +
+                                   later +
+                                   " later, is not bitwise the checked call's result: the timed calls read inputs before "
+                                   "their griddepcontrol.wait (ktune::pdl_wait) returned, or compute something else there");
+      return Status::success();
+    }
   return Status::success();
 }
 
@@ -234,13 +315,22 @@ bool GpuMeasurer::timed_and_judged(const Variant& v, const std::string& name, Ti
     // gain from its timed calls is used. What those calls broke is checked all the same (check_rotation).
     Status st = t.abandoned ? Status::success() : s.verify_work(v, name, t.median_us, verdict);
     if (st.ok()) st = s.check_rotation(broke);
+    // What the timed and checked calls left in the caller's stream, context and device (put back here).
+    std::string changed;
+    bool fatal = false;
+    if (st.ok()) {
+      PartScope part(s.phases, "verify.state");
+      st = s.check_caller_state("after its timed calls", changed, fatal);
+    }
     if (!st.ok()) {
       s.cuda_failure(r, "incorrect: verifying the timed calls: ", st);
       return false;
     }
+    if (!changed.empty()) verdict = changed;
     if (!broke.empty()) verdict = broke;  // the cause of any wrong output the check saw
     if (!verdict.empty()) {  // wrong work is not timed again
       r.error = verdict;
+      r.fatal = r.fatal || fatal;
       return false;
     }
     if (t.abandoned) return true;

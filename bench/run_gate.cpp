@@ -41,7 +41,17 @@ int run_gate(const Options& opts, const std::map<std::string, Spec>& specs, cons
     measurer.end_shape();
     if (aborted) break;
   }
-  const nlohmann::json doc = {{"gpu", dev.name}, {"arch", dev.arch}, {"run_seed", run_seed}, {"complete", !aborted},
+  const GpuMeasurer::Chain chain = measurer.chain();
+  const nlohmann::json doc = {{"gpu", dev.name},
+                              {"arch", dev.arch},
+                              {"run_seed", run_seed},
+                              {"complete", !aborted},
+                              {"chain",
+                               {{"calibrated", chain.calibrated},
+                                {"effective", chain.effective},
+                                {"release_to_start_us", chain.release_to_start_us},
+                                {"delay_us", chain.delay_us}}},
+                              {"warnings", measurer.warnings()},
                               {"results", rows}};
   std::ofstream out(opts.gate);
   out << doc.dump(1) << "\n";

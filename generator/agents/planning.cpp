@@ -17,12 +17,12 @@ namespace {
 
 constexpr std::array<const char*, 3> kKindNames = {"original", "rewrite", "reparam"};
 // Indexed by Node::Verdict: appended to, never reordered (planner.json stores the names).
-constexpr std::array<const char*, 17> kVerdictNames = {
+constexpr std::array<const char*, 19> kVerdictNames = {
     "pending",          "compile_error",    "incorrect",          "race",           "timeout",
     "rejected",         "slower",           "measured",           "out_of_bounds_write",
     "input_modified",   "unwritten_output", "nondeterministic",   "work_skipped",   "implausible_time",
-    "narrower_than_s",  "out_of_bounds_access", "uninitialized_read"};
-static_assert(kVerdictNames.size() == Node::uninitialized_read + 1, "one name per Node::Verdict");
+    "narrower_than_s",  "out_of_bounds_access", "uninitialized_read", "state_changed", "reads_before_wait"};
+static_assert(kVerdictNames.size() == Node::reads_before_wait + 1, "one name per Node::Verdict");
 constexpr std::array<const char*, 3> kActionNames = {"rewrite", "reparam", "stop"};
 
 template <std::size_t N>

@@ -69,16 +69,16 @@ struct Node {
   /// pending: not judged yet. slower: correct and timed, slower than S. measured: correct and timed.
   /// Every other verdict is a failure, never expanded: compile_error; timeout; rejected (the judge could
   /// not use the family); the judge's verdicts that a variant is wrong (incorrect, out_of_bounds_write,
-  /// input_modified, unwritten_output, nondeterministic, work_skipped, implausible_time: the names of
-  /// include/ktune/judge.hpp); narrower_than_s (Space::unaligned_point refuses or fails a call S
-  /// answers); and compute-sanitizer's reports (race: racecheck, out_of_bounds_access: memcheck,
-  /// uninitialized_read: initcheck).
+  /// input_modified, unwritten_output, nondeterministic, work_skipped, implausible_time, state_changed,
+  /// reads_before_wait: the names of include/ktune/judge.hpp); narrower_than_s (Space::unaligned_point
+  /// refuses or fails a call S answers); and compute-sanitizer's reports (race: racecheck,
+  /// out_of_bounds_access: memcheck, uninitialized_read: initcheck).
   /// New names are appended, never inserted: planner.json stores the names, and the order is the
   /// enum's values.
   enum Verdict {
     pending, compile_error, incorrect, race, timeout, rejected, slower, measured,
     out_of_bounds_write, input_modified, unwritten_output, nondeterministic, work_skipped, implausible_time,
-    narrower_than_s, out_of_bounds_access, uninitialized_read
+    narrower_than_s, out_of_bounds_access, uninitialized_read, state_changed, reads_before_wait
   };
 
   int id = -1;

@@ -90,6 +90,8 @@ Node::Verdict node_verdict(judge::Verdict v) {
     case judge::Verdict::nondeterministic: return Node::nondeterministic;
     case judge::Verdict::work_skipped: return Node::work_skipped;
     case judge::Verdict::implausible_time: return Node::implausible_time;
+    case judge::Verdict::state_changed: return Node::state_changed;
+    case judge::Verdict::reads_before_wait: return Node::reads_before_wait;
     default: return Node::incorrect;
   }
 }

@@ -25,6 +25,8 @@ enum class Verdict {
   nondeterministic,     ///< the same call twice gave outputs that differ bitwise
   work_skipped,         ///< the timed calls did not compute what the checked call computed
   implausible_time,     ///< timed faster than the spec's bytes can move through DRAM
+  state_changed,        ///< the call left the caller's stream, context or device other than it found them
+  reads_before_wait,    ///< the call read its inputs before the kernel before it on the stream was done
   // Not the variant's doing, or not a wrong result.
   rejected,             ///< the device check: cannot launch here, spills, timing failed
   cannot_implement,     ///< the variant refuses this call (can_implement); others must answer it
@@ -38,7 +40,7 @@ struct VerdictInfo {
   bool wrong;           ///< the variant is wrong: its family must not be installed
 };
 
-inline constexpr std::array<VerdictInfo, 11> verdicts{{
+inline constexpr std::array<VerdictInfo, 13> verdicts{{
     {Verdict::ok, "ok", "", false},
     {Verdict::incorrect, "incorrect", "incorrect: ", true},
     {Verdict::out_of_bounds_write, "out_of_bounds_write", "out_of_bounds_write: ", true},
@@ -47,6 +49,8 @@ inline constexpr std::array<VerdictInfo, 11> verdicts{{
     {Verdict::nondeterministic, "nondeterministic", "nondeterministic: ", true},
     {Verdict::work_skipped, "work_skipped", "work_skipped: ", true},
     {Verdict::implausible_time, "implausible_time", "implausible_time: ", true},
+    {Verdict::state_changed, "state_changed", "state_changed: ", true},
+    {Verdict::reads_before_wait, "reads_before_wait", "reads_before_wait: ", true},
     {Verdict::rejected, "rejected", "rejected: ", false},
     {Verdict::cannot_implement, "cannot_implement", "cannot implement: ", false},
     {Verdict::error, "error", "error: ", false},

@@ -82,7 +82,8 @@ TEST(JudgeVerdicts, NewNamesAreAppendedFailuresAndMatchTheBench) {
       {Node::unwritten_output, "unwritten_output"},       {Node::nondeterministic, "nondeterministic"},
       {Node::work_skipped, "work_skipped"},               {Node::implausible_time, "implausible_time"},
       {Node::narrower_than_s, "narrower_than_s"},         {Node::out_of_bounds_access, "out_of_bounds_access"},
-      {Node::uninitialized_read, "uninitialized_read"}};
+      {Node::uninitialized_read, "uninitialized_read"},   {Node::state_changed, "state_changed"},
+      {Node::reads_before_wait, "reads_before_wait"}};
   for (const auto& [v, name] : added) {
     EXPECT_GT(static_cast<int>(v), static_cast<int>(Node::measured)) << name;
     EXPECT_STREQ(to_string(v), name);
@@ -137,6 +138,10 @@ TEST(JudgeGate, EachWrongVerdictOfTheBenchRejectsWithItsNameAndDetails) {
       {"nondeterministic: out: the second identical call differs, first at 2", Node::nondeterministic},
       {"work_skipped: out: the timed calls left stale results", Node::work_skipped},
       {"implausible_time: 3.4 us where the same-size copy needs 60.9 us", Node::implausible_time},
+      {"state_changed: the stream's access-policy window: base 0, 0 bytes before the call; base 0x7f0000000000, 4096 "
+       "bytes, hit ratio 1, hit persisting, miss streaming after it", Node::state_changed},
+      {"reads_before_wait: out: the call gave other outputs when its inputs were written late by the kernel before it",
+       Node::reads_before_wait},
   };
   for (const auto& [message, verdict] : cases) {
     auto rows = passing_rows();
