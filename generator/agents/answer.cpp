@@ -314,6 +314,19 @@ std::string check_answer(const Answer& a) {
   static const char* const only_kernel = "a family is only its kernel and its adapter";
   static const char* const no_time =
       "a family's work and result must not depend on time (the judge times calls from outside): remove it";
+  // What a call must leave as it found it: the caller's stream, context and device (docs/judge.md, item 11).
+  static const char* const callers_stream =
+      "the caller's stream is the caller's: a call must leave its attributes as it found them (the judge compares "
+      "them after every call). Set what your own launches need as launch attributes of those launches "
+      "(ktune::LaunchShape: PDL, clusters), and leave L2 persistence to the caller";
+  static const char* const callers_context =
+      "the caller's context and device are the caller's: a call must leave their limits and configuration as it "
+      "found them (the judge compares them after every call). Configure your own kernels instead: "
+      "cudaFuncSetAttribute (dynamic shared memory, cudaFuncAttributePreferredSharedMemoryCarveout) or "
+      "cudaFuncSetCacheConfig on your kernel is allowed, and ktune::launch raises the dynamic shared memory itself";
+  static const char* const callers_device =
+      "a call runs on the caller's current device and context, on the stream it is given: never select, create, "
+      "reset or reconfigure a device or context";
   static const Rule rules[] = {
       {R"(\bKTUNE_REGISTER)", false, "registers variants (the build does that)", only_kernel},
       {R"(\b(Harness)?Registry\b)", false, "touches the registry of variants or harnesses", only_kernel},
@@ -335,6 +348,24 @@ std::string check_answer(const Answer& a) {
        "makes its own streams, events or synchronisation",
        "enqueue every launch on the stream the adapter is given, and never wait for the GPU: the caller orders and "
        "times the work (a kernel on another stream escapes the caller's graph and events)"},
+      {R"(\bcu(da)?StreamSetAttribute\b|\bcudaStreamAttr(ibute)?AccessPolicyWindow\b|\bcudaStreamAttributeSynchronizationPolicy\b|\bCU_STREAM_ATTRIBUTE_\w+)",
+       false, "sets an attribute of the caller's stream", callers_stream},
+      {R"(\bcudaLaunchAttributeAccessPolicyWindow\b|\bCU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW\b|\baccessPolicyWindow\b)", false,
+       "marks memory persisting in L2 (an access-policy window)",
+       "persisting lines stay in L2 after the call and take the set-aside the caller made for its own data: launch "
+       "without an access-policy window, with the attributes ktune::LaunchShape offers"},
+      {R"(\bcuda(DeviceSetLimit|ThreadSetLimit|CtxSetLimit|CtxResetPersistingL2Cache|DeviceSetCacheConfig|ThreadSetCacheConfig|)"
+       R"(DeviceSetSharedMemConfig|DeviceSetMemPool|MemPoolSetAttribute|MemPoolTrimTo|DeviceSetGraphMemAttribute|DeviceGraphMemTrim|)"
+       R"(DeviceEnablePeerAccess|DeviceDisablePeerAccess)\b)",
+       false, "changes a limit or the configuration of the caller's context or device", callers_context},
+      {R"(\bcu(CtxSetLimit|CtxResetPersistingL2Cache|CtxSetCacheConfig|CtxSetSharedMemConfig|CtxSetFlags|DeviceSetMemPool|)"
+       R"(MemPoolSetAttribute|MemPoolTrimTo|DeviceSetGraphMemAttribute|DeviceGraphMemTrim|CtxEnablePeerAccess|CtxDisablePeerAccess)\b)",
+       false, "changes a limit or the configuration of the caller's context or device (driver API)", callers_context},
+      {R"(\bcuda(SetDevice|SetDeviceFlags|DeviceReset|ThreadExit|SetValidDevices|InitDevice)\b)", false,
+       "selects, resets or reconfigures the caller's device", callers_device},
+      {R"(\bcu(CtxCreate\w*|CtxDestroy\w*|CtxSetCurrent|CtxPushCurrent\w*|CtxPopCurrent\w*|DevicePrimaryCtx\w+|GreenCtx\w+|)"
+       R"(CtxFromGreenCtx|Init)\b)",
+       false, "creates, switches or resets CUDA contexts", callers_device},
   };
   static const std::vector<std::regex> compiled = [] {
     std::vector<std::regex> v;

@@ -59,7 +59,16 @@ against S. You never judge correctness or speed; the measurements come back to y
 - The spec's scalars ("scalars": eps, flags, ...) are members of `Args` (`a.eps`), already checked by validate();
   honour every valid value as S does (the judge runs each value the spec lists, a bool's both). Index tensors
   ("dtype": "int32"/"int64") hold values in their "range", the caller's promise: use them as S does.
-- A configuration with PDL set calls `ktune::pdl_wait()` before its first global memory access.
+- A configuration with PDL set calls `ktune::pdl_wait()` before its first global memory access, loads included:
+  the kernel before it on the stream may still be writing this call's inputs (the judge runs every call behind a
+  kernel that releases it at once and writes its inputs late; a call that reads before its wait is rejected).
+- A call leaves its caller's stream, context and device as it found them: no `cudaStreamSetAttribute` (an
+  access-policy window marking data persisting in L2 replaces the caller's), no `cudaDeviceSetLimit` or
+  `cudaCtxResetPersistingL2Cache`, no `cudaDeviceSetCacheConfig` / `cudaDeviceSetSharedMemConfig`, no
+  `cudaSetDevice`, `cudaSetDeviceFlags` or `cudaDeviceReset`, no driver-API contexts or limits (`cuCtx*`), no
+  access-policy window on a launch. Configuring your own kernels is yours: `ktune::launch` raises their dynamic
+  shared memory, and `cudaFuncSetAttribute` / `cudaFuncSetCacheConfig` on them is allowed. The judge compares
+  the caller's settings after every call; answers that set such state are refused unread.
 - No atomics in reductions (a variant must give bitwise the same output on every run), no dynamic allocation,
   no host synchronisation, no printf.
 - The family must not call S or its launcher, must not register anything (no `KTUNE_REGISTER`, no

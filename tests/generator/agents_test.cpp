@@ -158,6 +158,88 @@ TEST(AgentsAnswer, StaticCheckRefusesStateClocksAndCaptureQueries) {
   EXPECT_NE(verdict.find("host-side state"), std::string::npos) << verdict;
 }
 
+// ---- nothing left in the caller's stream, context or device (issue 44) ------------------------------
+// Each call written as an LLM would write it in an adapter; the refusal quotes it and says what to do instead.
+// The GPU check (the caller's state compared after every checked call) is the real defence.
+
+TEST(AgentsAnswer, StaticCheckRefusesStateLeftInTheCallersStreamContextOrDevice) {
+  const Answer base = valid_answer();
+  struct Call {
+    const char* code;
+    const char* construct;  ///< what the refusal must quote
+    const char* rule;       ///< the words that name the rule
+    const char* instead;    ///< and what to do instead
+  };
+  const Call calls[] = {
+      {"inline void keep(cudaStream_t s, void* p, std::size_t n) {\n  cudaStreamAttrValue v{};\n"
+       "  v.accessPolicyWindow.base_ptr = p;\n  v.accessPolicyWindow.num_bytes = n;\n"
+       "  cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &v);\n}\n",
+       "cudaStreamSetAttribute", "caller's stream", "leave L2 persistence to the caller"},
+      {"inline void spin(CUstream s, const CUstreamAttrValue* v) {\n  cuStreamSetAttribute(s, "
+       "CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY, v);\n}\n",
+       "cuStreamSetAttribute", "caller's stream", "ktune::LaunchShape"},
+      {"inline void set_aside(std::size_t n) { cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, n); }\n",
+       "cudaDeviceSetLimit", "caller's context or device", "cudaFuncSetAttribute"},
+      {"inline void deeper() { cudaDeviceSetLimit(cudaLimitStackSize, 16384); }\n", "cudaDeviceSetLimit",
+       "caller's context or device", "Configure your own kernels"},
+      {"inline void heap() { cudaThreadSetLimit(cudaLimitMallocHeapSize, 1 << 26); }\n", "cudaThreadSetLimit",
+       "caller's context or device", "cudaFuncSetAttribute"},
+      {"inline void unpin() { cudaCtxResetPersistingL2Cache(); }\n", "cudaCtxResetPersistingL2Cache",
+       "caller's context or device", "cudaFuncSetAttribute"},
+      {"inline void prefer_shared() { cudaDeviceSetCacheConfig(cudaFuncCachePreferShared); }\n", "cudaDeviceSetCacheConfig",
+       "caller's context or device", "cudaFuncSetCacheConfig"},
+      {"inline void banks() { cudaDeviceSetSharedMemConfig(cudaSharedMemBankSizeEightByte); }\n",
+       "cudaDeviceSetSharedMemConfig", "caller's context or device", "cudaFuncSetAttribute"},
+      {"inline void pool(cudaMemPool_t p) { cudaDeviceSetMemPool(0, p); }\n", "cudaDeviceSetMemPool",
+       "caller's context or device", "Configure your own kernels"},
+      {"inline void stack() { cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 4096); }\n", "cuCtxSetLimit", "driver API",
+       "cudaFuncSetAttribute"},
+      {"inline void l1() { cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_L1); }\n", "cuCtxSetCacheConfig", "driver API",
+       "cudaFuncSetCacheConfig"},
+      {"inline void unpin2() { cuCtxResetPersistingL2Cache(); }\n", "cuCtxResetPersistingL2Cache", "driver API",
+       "cudaFuncSetAttribute"},
+      {"inline void pick(int d) { cudaSetDevice(d); }\n", "cudaSetDevice", "caller's device", "caller's current device"},
+      {"inline void spin_wait() { cudaSetDeviceFlags(cudaDeviceScheduleSpin); }\n", "cudaSetDeviceFlags", "caller's device",
+       "never select, create, reset or reconfigure"},
+      {"inline void clean() { cudaDeviceReset(); }\n", "cudaDeviceReset", "caller's device", "never select"},
+      {"inline void own(CUcontext c) { cuCtxSetCurrent(c); }\n", "cuCtxSetCurrent", "contexts", "caller's current device"},
+      {"inline void push(CUcontext c) { cuCtxPushCurrent(c); }\n", "cuCtxPushCurrent", "contexts", "never select"},
+      {"inline void fresh() { cuDevicePrimaryCtxReset(0); }\n", "cuDevicePrimaryCtxReset", "contexts", "never select"},
+      {"inline void window(cudaLaunchAttribute* a) {\n  a[0].id = cudaLaunchAttributeAccessPolicyWindow;\n}\n",
+       "cudaLaunchAttributeAccessPolicyWindow", "persisting in L2", "ktune::LaunchShape"},
+  };
+  for (const Call& c : calls) {
+    Answer a = base;
+    a.family_cuh += std::string("\n") + c.code;
+    const std::string verdict = check_answer(a);
+    EXPECT_EQ(verdict.rfind("family.cuh ", 0), 0u) << c.code << " -> " << verdict;
+    EXPECT_NE(verdict.find(c.construct), std::string::npos) << c.code << " -> " << verdict;
+    EXPECT_NE(verdict.find(c.rule), std::string::npos) << c.code << " -> " << verdict;
+    EXPECT_NE(verdict.find(c.instead), std::string::npos) << c.code << " -> " << verdict;
+  }
+}
+
+TEST(AgentsAnswer, StaticCheckLetsAFamilyConfigureItsOwnKernels) {
+  // Attributes of the family's own kernels are its business, and reading the caller's settings changes nothing.
+  const Answer base = valid_answer();
+  const char* own[] = {
+      "template <class K>\ninline cudaError_t more_smem(K kernel, int bytes) {\n"
+      "  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);\n}\n",
+      "template <class K>\ninline cudaError_t carveout(K kernel) {\n"
+      "  return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100);\n}\n",
+      "template <class K>\ninline cudaError_t prefer_l1(K kernel) { return cudaFuncSetCacheConfig(kernel, cudaFuncCachePreferL1); }\n",
+      "inline std::size_t stack_now() {\n  std::size_t v = 0;\n  cudaDeviceGetLimit(&v, cudaLimitStackSize);\n  return v;\n}\n",
+      "inline int persisting_max() {\n  int d = 0, v = 0;\n  cudaGetDevice(&d);\n"
+      "  cudaDeviceGetAttribute(&v, cudaDevAttrMaxPersistingL2CacheSize, d);\n  return v;\n}\n",
+      "// cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &v) would replace the caller's window\n",
+  };
+  for (const char* code : own) {
+    Answer a = base;
+    a.family_cuh += std::string("\n") + code;
+    EXPECT_EQ(check_answer(a), "") << code;
+  }
+}
+
 TEST(AgentsAnswer, StaticCheckPassesConstantsCommentsAndStrings) {
   const Answer base = valid_answer();
   const char* honest[] = {
@@ -228,7 +310,10 @@ TEST(AgentsPrompts, CarryTheConventionsTheTaskAndTheFindings) {
   const std::string sys = system_prompt("my_op", {"kernels/x/space.hpp", "struct Space { /*example*/ };"},
                                         {"kernels/x/family.cuh", "struct Family {};"}, {{"kernels/my_op/args.hpp", "struct Args;"}});
   for (const char* part : {"ktune::ops::my_op", "space.hpp", "family.cuh", "unaligned_point", "/*example*/",
-                           "kernels/my_op/args.hpp", "\"space_hpp\"", "KTUNE_REGISTER"})
+                           "kernels/my_op/args.hpp", "\"space_hpp\"", "KTUNE_REGISTER",
+                           // issue 44: the dependent chain and what a call leaves behind
+                           "ktune::pdl_wait()", "writes its inputs late", "cudaStreamSetAttribute", "cudaDeviceSetLimit",
+                           "cudaSetDevice", "cudaFuncSetAttribute"})
     EXPECT_NE(sys.find(part), std::string::npos) << part;
   RoundPrompt p;
   p.round = 3;
