@@ -15,7 +15,7 @@ namespace ktune::gen::test {
 namespace {
 
 bool parse_verdict(const std::string& name, Node::Verdict& out) {
-  for (int v = Node::pending; v <= Node::uninitialized_read; ++v)
+  for (int v = Node::pending; v <= Node::reads_before_wait; ++v)
     if (name == to_string(static_cast<Node::Verdict>(v))) {
       out = static_cast<Node::Verdict>(v);
       return true;
@@ -50,7 +50,7 @@ TEST(RedTeam, EveryAttackNamesItsVerdictAndTheCheckThatGivesIt) {
   // implausible_time is defence in depth: no attack here reaches it (launch_elsewhere did before the checked
   // call became a graph refilled after its capture; docs/gpu-log.md).
   for (const char* v : {"out_of_bounds_write", "out_of_bounds_access", "input_modified", "unwritten_output", "work_skipped",
-                        "nondeterministic", "incorrect", "timeout", "narrower_than_s"})
+                        "nondeterministic", "incorrect", "timeout", "narrower_than_s", "state_changed", "reads_before_wait"})
     EXPECT_TRUE(verdicts.count(v)) << "no attack is expected to get " << v;
 }
 
