@@ -162,22 +162,35 @@ std::vector<ScreenGuide> screen_guides(const std::vector<const Shape*>& unit, bo
   std::vector<ScreenGuide> guide(unit.size());
   for (std::size_t i = 0; i < unit.size(); ++i) guide[i].by = i;
   if (distinct.size() < 2) return guide;
-  const std::string& anchor_width = distinct[distinct.size() / 2];
-  std::vector<std::size_t> anchors;  // by token count
-  for (std::size_t j = 0; j < unit.size(); ++j)
-    if (widths[j] == anchor_width && !unit[j]->dims.empty()) anchors.push_back(j);
+  // Groups of about three neighbouring widths (plan order), each guided by its middle one.
+  const std::size_t n = distinct.size(), groups = (n + 2) / 3;
+  std::vector<std::string> anchor_of(n);
+  for (std::size_t g = 0, first = 0; g < groups; ++g) {
+    std::size_t end = first;
+    while (end < n && end * groups / n == g) ++end;
+    for (std::size_t k = first; k < end; ++k) anchor_of[k] = distinct[first + (end - first) / 2];
+    first = end;
+  }
+  auto anchor_width = [&](std::size_t i) {
+    return anchor_of[static_cast<std::size_t>(std::find(distinct.begin(), distinct.end(), widths[i]) - distinct.begin())];
+  };
   auto tokens = [&](std::size_t i) { return unit[i]->dims.front().second; };
-  std::stable_sort(anchors.begin(), anchors.end(), [&](std::size_t a, std::size_t b) { return tokens(a) < tokens(b); });
+  std::map<std::string, std::vector<std::size_t>> anchors;  // anchor width -> its shapes by token count
+  for (std::size_t j = 0; j < unit.size(); ++j)
+    if (widths[j] == anchor_width(j) && !unit[j]->dims.empty()) anchors[widths[j]].push_back(j);
+  for (auto& [w, list] : anchors)
+    std::stable_sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) { return tokens(a) < tokens(b); });
   for (std::size_t i = 0; i < unit.size(); ++i) {
-    if (unit[i]->dims.empty() || widths[i] == anchor_width) continue;
-    for (std::size_t j : anchors)
+    if (unit[i]->dims.empty() || widths[i] == anchor_width(i)) continue;
+    for (std::size_t j : anchors[anchor_width(i)])
       if (tokens(j) == tokens(i)) {
         guide[i].by = j;
         break;
       }
   }
   if (pair_anchors)
-    for (std::size_t k = 1; k < anchors.size(); k += 2) guide[anchors[k]] = {anchors[k - 1], true};
+    for (const auto& [w, list] : anchors)
+      for (std::size_t k = 1; k < list.size(); k += 2) guide[list[k]] = {list[k - 1], true};
   return guide;
 }
 

@@ -190,11 +190,13 @@ struct ScreenGuide {
   bool operator==(const ScreenGuide& o) const { return by == o.by && across_tokens == o.across_tokens; }
 };
 
-/// Guided screens: the guide of each shape of one (op, dtype), by index into `unit`. The anchors are the
-/// groups of one width (a shape's dimensions after the first, the token count, and its scalars): the
-/// middle one of the widths in plan order; any shape whose token count no anchor has is screened in full.
-/// Every other shape is guided by the anchor of its token count: in the ten ops' committed H100 and H200
-/// searches, every shape's winner screened within 1.2x of the best at its anchor (bench/README.md). With
+/// Guided screens: the guide of each shape of one (op, dtype), by index into `unit`. The widths (a shape's
+/// dimensions after the first, the token count, and its scalars) in plan order fall into ceil(n / 3) groups
+/// of neighbours as even as can be, and each group's anchors are the shapes of its middle width (three widths:
+/// the middle one; the catalogue's five to seven widths, 128 to 16384 for the norms, get two or three, so that
+/// no width is guided by one 30x wider); any shape whose token count its anchor width lacks is screened in
+/// full. Every other shape is guided by its anchor of the same token count: in the ten ops' committed H100 and
+/// H200 searches, every shape's winner screened within 1.2x of the best at its anchor (bench/README.md). With
 /// `pair_anchors`, the anchors in token order pair up, and the second of each pair is guided by the first
 /// (SearchSettings::anchor_guide_ratio). One width: every shape is its own anchor.
 std::vector<ScreenGuide> screen_guides(const std::vector<const Shape*>& unit, bool pair_anchors);

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -137,6 +138,9 @@ struct Spec {
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> dims;  ///< in the order written
   std::string tokens_dim;  ///< the dimension tuned tables bucket by token count
   std::string width_dim;   ///< the dimension tuned tables bucket by row width
+  /// Values of `dims` whose shapes are measured but never used to select (the held-out set of issue 42):
+  /// a shape is held out when any of its values is listed here. Empty: every shape selects.
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> held_out;
   std::vector<DType> dtypes;
   std::map<DType, Tolerance> tolerance;
   std::vector<SpecTensor> tensors;
@@ -210,6 +214,14 @@ struct Spec {
     for (std::size_t i = 0; i < dims.size(); ++i)
       if (shape.dims[i].first != dims[i].first) return false;
     return true;
+  }
+  /// Whether (dim, value) is held out: measured, never selected on.
+  bool held_out_value(const std::string& dim, std::int64_t value) const {
+    for (const auto& [d, values] : held_out)
+      if (d == dim)
+        for (std::int64_t v : values)
+          if (v == value) return true;
+    return false;
   }
   bool has_dim(const std::string& dim) const {
     for (const auto& d : dims)
@@ -407,6 +419,27 @@ inline Spec parse_spec(const nlohmann::ordered_json& j, const std::string& where
   if (!s.has_dim(s.tokens_dim)) spec_fail(where, "tokens_dim '" + s.tokens_dim + "' is not a dimension");
   if (!s.has_dim(s.width_dim)) spec_fail(where, "width_dim '" + s.width_dim + "' is not a dimension");
   // tokens_dim and width_dim may name the same dimension: a one-dimensional op has only one.
+
+  if (auto it = j.find("held_out"); it != j.end()) {
+    if (!it->is_object()) spec_fail(where, "\"held_out\" must be an object of name: [values], each a dimension's");
+    for (const auto& [name, values] : it->items()) {
+      const std::string w = where + ": held_out." + name;
+      const std::vector<std::int64_t>* listed = nullptr;
+      for (const auto& d : s.dims)
+        if (d.first == name) listed = &d.second;
+      if (!listed) spec_fail(w, "'" + name + "' is not a dimension");
+      if (!values.is_array()) spec_fail(w, "must be an array of values of dims." + name);
+      std::vector<std::int64_t> vs;
+      for (const auto& v : values) {
+        const bool in_dims = v.is_number_integer() &&
+                             std::find(listed->begin(), listed->end(), v.template get<std::int64_t>()) != listed->end();
+        if (!in_dims) spec_fail(w, v.dump() + " is not a value of dims." + name + " (held-out shapes are measured)");
+        vs.push_back(v.template get<std::int64_t>());
+      }
+      if (vs.size() >= listed->size()) spec_fail(w, "holds out every value of dims." + name + ": nothing would select");
+      s.held_out.emplace_back(name, std::move(vs));
+    }
+  }
 
   const auto& dtypes = detail::spec_member(j, "dtypes", where);
   if (!dtypes.is_array() || dtypes.empty()) spec_fail(where, "\"dtypes\" must be a non-empty array");

@@ -2,7 +2,7 @@
 // feasibility rules, and the family's named points (default, unaligned, original S).
 //
 // The parameters, rules and named points are the act-and-mul family's (kernels/common/act_and_mul/space.hpp,
-// shared with gelu_and_mul and gelu_tanh_and_mul); this op sets the narrowest width of its spec.
+// shared with gelu_and_mul and gelu_tanh_and_mul); this op sets the widest width of its spec.
 // No CUDA types and no device code: g++ and nvcc both compile it (the `ktune` tool, CPU tests).
 #pragma once
 
@@ -10,10 +10,10 @@
 
 namespace ktune::ops::gelu_and_mul {
 
-/// The act-and-mul space with gelu_and_mul's narrowest spec row, d = 14336 (spec.json, LLaMA-3-8B): a block step
-/// wider than that leaves threads idle at every spec shape. How the kernel maps work to threads, and
+/// The act-and-mul space with gelu_and_mul's widest spec row, d = 24576 (spec.json, from shapes/catalogue.json: Gemma-7B at tp 1):
+/// a block step wider than that leaves threads idle at every spec shape. How the kernel maps work to threads, and
 /// what each parameter means: kernels/common/act_and_mul/space.hpp.
-struct Space : act_and_mul::ActAndMulSpace<14336> {};
+struct Space : act_and_mul::ActAndMulSpace<24576> {};
 
 /// The configuration type of Space::unaligned_point(ElementBytes).
 template <int ElementBytes>

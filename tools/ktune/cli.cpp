@@ -22,6 +22,9 @@ const Command core_commands[] = {
      tool::cmd_select},
     {"merge-raw", "the slices' Google Benchmark JSON (one per GPU or cluster task) -> one file for select",
      tool::cmd_merge_raw},
+    {"shapes", "the shapes serving models call the ops with: the catalogue's tune grid, or one config.json's\n"
+               "(--from-config; --write-specs: the specs' dims from the catalogue)",
+     tool::cmd_shapes},
     {"tables", "reports/*/<op>.json -> kernels/<op>/tuned.cuh (--check: fail if out of date)", tool::cmd_tables},
     {"report", "reports/*/<op>.json -> reports/<gpu>/<op>.{md,html} and index.{md,html} (--check)", tool::cmd_report},
     {"compare", "two tunes shape by shape: the user's regret, winners held or within band (--attach: the reports'\n"

@@ -261,6 +261,8 @@ int cmd_tables(const std::vector<std::string>& argv) {
     return exit_ok;
   }
   int stale = 0;
+  const std::map<std::string, DispatchRule> rules = dispatch_rules(all);
+  for (const auto& [slug, rule] : rules) fmt::print("{}: dispatch rule {}\n", slug, name(rule));
   for (const auto& [op, inputs] : all) {
     const std::string dir = kernel_folder(op, kernels_dir);
     if (!is_directory(dir)) {
@@ -280,7 +282,7 @@ int cmd_tables(const std::vector<std::string>& argv) {
                                           "its results) before building the table", r.label, id, op));
           }
       }
-    const std::string text = generate_table(op, inputs, current);
+    const std::string text = generate_table(op, inputs, current, rules);
     const std::string path = join_path(dir, "tuned.cuh");
     if (check) {
       const bool same = file_exists(path) && read_file(path) == text;

@@ -15,6 +15,7 @@ int cmd_select(const std::vector<std::string>& args);
 int cmd_merge_raw(const std::vector<std::string>& args);  // merge_raw.cpp
 int cmd_replay_guides(const std::vector<std::string>& args);  // replay_guides.cpp
 int cmd_tables(const std::vector<std::string>& args);
+int cmd_shapes(const std::vector<std::string>& args);        // shapes_command.cpp
 int cmd_report(const std::vector<std::string>& args);
 int cmd_compare(const std::vector<std::string>& args);       // stability.cpp
 int cmd_profile(const std::vector<std::string>& args);       ///< replaces this process with ktune_profile

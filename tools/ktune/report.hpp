@@ -50,6 +50,9 @@ std::string op_html(const LoadedResults& r);
 /// bench/upstream's ktune_vs_flashinfer), which the index links to.
 std::string index_markdown(const std::string& slug, const std::vector<const LoadedResults*>& ops,
                            const std::vector<std::string>& upstream = {});
+/// The index's section on how the tables answer shapes they did not select on (report_dispatch.cpp).
+std::string dispatch_index_markdown(const std::vector<const LoadedResults*>& ops);
+std::string dispatch_index_html(const std::vector<const LoadedResults*>& ops);
 std::string index_html(const std::string& slug, const std::vector<const LoadedResults*>& ops,
                        const std::vector<std::string>& upstream = {});
 

@@ -42,4 +42,31 @@ std::string svg_bars(const std::string& title, const std::string& y_label, const
 /// and its shade by the value's rank among the values chosen for that parameter.
 std::string svg_theta(const Selection& sel, const std::vector<const ShapeResult*>& axis);
 
+// ---- sections built once as paragraphs and tables, written as markdown or HTML (stability.cpp) ----
+
+/// A cell: text, an id in code type, or an op linked to its page.
+struct Cell {
+  enum Kind { text, code, op_link } kind = text;
+  std::string s;
+  Cell(std::string v, Kind k = text) : kind(k), s(std::move(v)) {}  // implicit: rows are brace lists of strings
+};
+inline Cell code_cell(std::string v) { return Cell(std::move(v), Cell::code); }
+
+struct Table {
+  std::vector<std::string> head;
+  std::string align;  ///< 'l' or 'r' per column
+  std::vector<std::vector<Cell>> rows;
+};
+
+/// A paragraph, or a table when `table.head` is not empty.
+struct Part {
+  std::string paragraph;
+  Table table;
+};
+
+std::string md_cell(const Cell& c);
+std::string html_cell(const Cell& c);
+std::string markdown(const std::vector<Part>& parts);
+std::string html(const std::vector<Part>& parts);
+
 }  // namespace ktune::tool::detail

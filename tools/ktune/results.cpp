@@ -66,7 +66,7 @@ namespace {
 std::vector<const ShapeResult*> general_shapes(const DTypeResult& d) {
   std::vector<const ShapeResult*> shapes;
   for (const ShapeResult& s : d.shapes)
-    if (s.in_spec) shapes.push_back(&s);
+    if (s.in_spec && !s.held_out) shapes.push_back(&s);
   if (shapes.empty())
     for (const ShapeResult& s : d.shapes) shapes.push_back(&s);
   return shapes;
@@ -181,14 +181,19 @@ void select_dtype(DTypeResult& d) {
   });
   d.general = general_configuration(d);
   std::set<std::string> chosen;
-  std::string neighbour;
-  std::int64_t width = -1;
-  for (ShapeResult& s : d.shapes) {
-    if (s.width != width) neighbour.clear();
-    width = s.width;
-    select_shape(s, d.general.id, neighbour, chosen);
-    neighbour = s.winner;
-    if (!s.winner.empty()) chosen.insert(s.winner);
+  // Selection shapes first, so that a held-out shape's measured winner (reported, never in a table) cannot
+  // steer the preferences within the band of the shapes that select.
+  for (const bool held_out : {false, true}) {
+    std::string neighbour;
+    std::int64_t width = -1;
+    for (ShapeResult& s : d.shapes) {
+      if (s.held_out != held_out) continue;
+      if (s.width != width) neighbour.clear();
+      width = s.width;
+      select_shape(s, d.general.id, held_out ? std::string() : neighbour, chosen);
+      neighbour = s.winner;
+      if (!s.winner.empty() && !held_out) chosen.insert(s.winner);
+    }
   }
   std::map<std::string, Excluded> by_id;
   for (const ShapeResult& s : d.shapes)

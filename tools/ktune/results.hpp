@@ -48,6 +48,9 @@ struct ShapeResult {
   std::vector<std::pair<std::string, std::int64_t>> dims;   ///< in the spec's order
   std::int64_t tokens = 0, width = 0, bytes = 0;
   bool in_spec = true;                                      ///< one of the spec's shapes
+  /// A value of the spec's `held_out`: measured and reported, never selected on (no table row, no say in
+  /// the general configuration); the reports judge the tables' choice here (issue 42's held-out set).
+  bool held_out = false;
   /// The same-size copy (bench: half the spec bytes read, half written, timed like the variants);
   /// nullopt when the benchmark did not time one.
   std::optional<double> copy_same_size_us;
@@ -155,6 +158,7 @@ struct Selection {
   std::vector<Source> sources;
   std::string tokens_dim, width_dim;
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> spec_dims;
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> spec_held_out;  ///< Spec::held_out
   std::map<std::string, Reference> references;     ///< copy_ceiling, empty_kernel
   nlohmann::ordered_json build;                    ///< build/ktune-build.json when given, else null
   std::vector<DTypeResult> dtypes;                 ///< fp32, fp16, bf16 order

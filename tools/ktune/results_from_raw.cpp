@@ -124,6 +124,7 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
       sel.tokens_dim = spec.tokens_dim;
       sel.width_dim = spec.width_dim;
       sel.spec_dims = spec.dims;
+      sel.spec_held_out = spec.held_out;
 
       for (DType t : all_dtypes) {
         auto dt = dtypes.find(name(t));
@@ -144,6 +145,7 @@ std::vector<Selection> build_selections(const std::vector<RawFile>& files, const
                                           any->name.dims[i].first, spec.dims[i].first));
             const auto& values = spec.dims[i].second;
             s.in_spec = s.in_spec && std::find(values.begin(), values.end(), any->name.dims[i].second) != values.end();
+            s.held_out = s.held_out || spec.held_out_value(spec.dims[i].first, any->name.dims[i].second);
           }
           s.dims = any->name.dims;
           shape.dims = s.dims;

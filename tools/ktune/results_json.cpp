@@ -79,6 +79,11 @@ ojson to_json(const Selection& s) {
   ojson dims = ojson::object();
   for (const auto& [k, v] : s.spec_dims) dims[k] = v;
   j["spec"] = {{"tokens_dim", s.tokens_dim}, {"width_dim", s.width_dim}, {"dims", dims}};
+  if (!s.spec_held_out.empty()) {
+    ojson held = ojson::object();
+    for (const auto& [k, v] : s.spec_held_out) held[k] = v;
+    j["spec"]["held_out"] = held;
+  }
   ojson refs = ojson::object();
   for (const auto& [k, r] : s.references) refs[k] = {{"time_us", r.time_us}, {"counters", counters_json(r.counters)}};
   j["references"] = refs;
@@ -100,6 +105,7 @@ ojson to_json(const Selection& s) {
       sj["width"] = sh.width;
       sj["bytes"] = sh.bytes;
       sj["in_spec"] = sh.in_spec;
+      if (sh.held_out) sj["held_out"] = true;
       if (sh.copy_same_size_us) sj["copy_same_size_us"] = *sh.copy_same_size_us;
       sj["winner"] = sh.winner;
       sj["reason"] = sh.reason;
@@ -178,6 +184,8 @@ Selection from_json(const ojson& j, const std::string& where) {
     s.tokens_dim = j.at("spec").at("tokens_dim").get<std::string>();
     s.width_dim = j.at("spec").at("width_dim").get<std::string>();
     for (const auto& [k, v] : j.at("spec").at("dims").items()) s.spec_dims.emplace_back(k, v.get<std::vector<std::int64_t>>());
+    if (auto h = j.at("spec").find("held_out"); h != j.at("spec").end())
+      for (const auto& [k, v] : h->items()) s.spec_held_out.emplace_back(k, v.get<std::vector<std::int64_t>>());
     for (const auto& [k, r] : j.at("references").items())
       s.references[k] = {r.at("time_us").get<double>(), counters_from(r.at("counters"))};
     s.build = j.at("build");
@@ -197,6 +205,7 @@ Selection from_json(const ojson& j, const std::string& where) {
         sh.width = sj.at("width").get<std::int64_t>();
         sh.bytes = sj.at("bytes").get<std::int64_t>();
         sh.in_spec = sj.at("in_spec").get<bool>();
+        sh.held_out = sj.value("held_out", false);
         if (sj.contains("copy_same_size_us")) sh.copy_same_size_us = sj.at("copy_same_size_us").get<double>();
         sh.winner = sj.at("winner").get<std::string>();
         sh.reason = sj.at("reason").get<std::string>();

@@ -12,6 +12,7 @@
 #include "io.hpp"
 #include "regret.hpp"
 #include "report.hpp"
+#include "report_detail.hpp"
 #include "tables.hpp"
 
 namespace ktune::tool {
@@ -141,32 +142,9 @@ StabilitySummary summarise_stability(const std::vector<StabilityRow>& rows) {
 }
 
 // ---- the reports' run-to-run section ----------------------------------------------------------------
-// Built once as paragraphs and tables, written as markdown or HTML.
+// Built once as paragraphs and tables (report_detail.hpp), written as markdown or HTML.
 
-namespace {
-
-std::string pct1(double v) { return fixed(100 * v, 1) + "%"; }
-std::string opt_pct1(const std::optional<double>& v) { return v ? pct1(*v) : "–"; }
-
-/// A cell: text, an id in code type, or an op linked to its page.
-struct Cell {
-  enum Kind { text, code, op_link } kind = text;
-  std::string s;
-  Cell(std::string v, Kind k = text) : kind(k), s(std::move(v)) {}  // implicit: rows are brace lists of strings
-};
-Cell code_cell(std::string v) { return Cell(std::move(v), Cell::code); }
-
-struct Table {
-  std::vector<std::string> head;
-  std::string align;  ///< 'l' or 'r' per column
-  std::vector<std::vector<Cell>> rows;
-};
-
-/// A paragraph, or a table when `table.head` is not empty.
-struct Part {
-  std::string paragraph;
-  Table table;
-};
+namespace detail {
 
 std::string md_cell(const Cell& c) {
   if (c.kind == Cell::code) return "`" + c.s + "`";
@@ -224,6 +202,15 @@ std::string html(const std::vector<Part>& parts) {
   }
   return o;
 }
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+
+std::string pct1(double v) { return fixed(100 * v, 1) + "%"; }
+std::string opt_pct1(const std::optional<double>& v) { return v ? pct1(*v) : "–"; }
 
 std::string yes_no(bool v) { return v ? "yes" : "no"; }
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "dispatch.hpp"
 #include "io.hpp"
 
 namespace ktune::tool {
@@ -120,7 +121,17 @@ std::vector<std::int64_t> bucket_upper_bounds(const std::vector<std::int64_t>& m
   return out;
 }
 
-std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs_in) {
+std::map<std::string, DispatchRule> dispatch_rules(
+    const std::vector<std::pair<std::string, std::vector<LoadedResults>>>& all) {
+  std::map<std::string, std::vector<const Selection*>> by_gpu;
+  for (const auto& [op, inputs] : all)
+    for (const LoadedResults& r : inputs) by_gpu[r.selection.gpu_slug].push_back(&r.selection);
+  std::map<std::string, DispatchRule> out;
+  for (const auto& [slug, sels] : by_gpu) out[slug] = compare_dispatch(sels).best();
+  return out;
+}
+
+std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs_in, const std::map<std::string, DispatchRule>& rules) {
   std::vector<const LoadedResults*> inputs;
   for (const LoadedResults& r : inputs_in) inputs.push_back(&r);
   std::sort(inputs.begin(), inputs.end(), [](const LoadedResults* a, const LoadedResults* b) {
@@ -130,24 +141,30 @@ std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs_in) {
   std::vector<TableRow> rows;
   for (const LoadedResults* in : inputs) {
     const Selection& sel = in->selection;
+    const DispatchRule rule = rules.count(sel.gpu_slug) ? rules.at(sel.gpu_slug) : DispatchRule::bucket;
     for (const DTypeResult& d : sel.dtypes) {
       // (width, tokens) -> shape; the table has no other key, so a third varying dimension is an error.
       std::map<std::pair<std::int64_t, std::int64_t>, const ShapeResult*> grid;
-      std::vector<std::int64_t> widths, tokens;
       for (const ShapeResult& s : d.shapes) {
+        if (s.held_out) continue;  // measured to judge the table, never to build it
         auto [it, fresh] = grid.emplace(std::make_pair(s.width, s.tokens), &s);
         if (!fresh)
           throw ToolError(fmt::format("{}: shapes {} and {} have the same {} and {}: tuned tables key on those two "
                                       "dimensions only", in->label, it->second->key, s.key, sel.tokens_dim, sel.width_dim));
-        widths.push_back(s.width);
-        tokens.push_back(s.tokens);
       }
-      for (auto* v : {&widths, &tokens}) {
-        std::sort(v->begin(), v->end());
-        v->erase(std::unique(v->begin(), v->end()), v->end());
-      }
-      const std::vector<std::int64_t> token_max = bucket_upper_bounds(tokens);
-      const std::vector<std::int64_t> width_max = bucket_upper_bounds(widths);
+      const Dispatch fit(rule, training_shapes(d), d.general.id);
+      std::vector<std::int64_t> token_max = fit.token_bounds(), width_max = fit.width_bounds();
+      token_max.push_back(open_end);
+      width_max.push_back(open_end);
+      // A cell's representative: the measured value inside it, else its upper end (the rule is constant there).
+      auto representative = [](const std::vector<std::int64_t>& bounds, std::size_t i, const auto& measured) {
+        const std::int64_t lo = i == 0 ? 0 : bounds[i - 1] + 1, hi = bounds[i];
+        for (std::int64_t v : measured)
+          if (v >= lo && v <= hi) return v;
+        return hi == open_end ? lo : hi;
+      };
+      std::set<std::int64_t> widths, tokens;
+      for (const auto& [key, s] : grid) widths.insert(key.first), tokens.insert(key.second);
 
       struct Bucket {
         std::int64_t tokens_max;
@@ -156,22 +173,24 @@ std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs_in) {
       };
       std::vector<std::pair<std::int64_t, std::vector<Bucket>>> columns;  // (width_max, buckets)
       std::vector<std::int64_t> column_min;
-      for (std::size_t wi = 0; wi < widths.size(); ++wi) {
+      for (std::size_t wi = 0; wi < width_max.size(); ++wi) {
+        const std::int64_t w = representative(width_max, wi, widths);
         std::vector<Bucket> buckets;
-        for (std::size_t ti = 0; ti < tokens.size(); ++ti) {
-          auto it = grid.find({widths[wi], tokens[ti]});
-          std::string id;
+        for (std::size_t ti = 0; ti < token_max.size(); ++ti) {
+          const std::int64_t t = representative(token_max, ti, tokens);
+          const std::string id = fit.choose(t, w);
+          if (id.empty()) continue;  // nothing to say for this cell: calls fall into the next bucket
           std::string note;
-          if (it != grid.end() && !it->second->winner.empty()) {
-            id = it->second->winner;
-            note = shape_line(sel, *it->second, false);
-          } else if (!d.general.id.empty()) {
-            id = d.general.id;
-            note = it != grid.end() ? shape_line(sel, *it->second, true)
-                                    : fmt::format("{}={},{}={}: not measured; general configuration", sel.tokens_dim,
-                                                  tokens[ti], sel.width_dim, widths[wi]);
+          if (auto it = grid.find({w, t}); it != grid.end()) {
+            const ShapeResult& s = *it->second;
+            note = shape_line(sel, s, s.winner.empty());
+            if (!s.winner.empty() && id != s.winner)
+              if (auto r = regret_at(s, id))
+                note += fmt::format("; the {} rule's {} here, {} slower", name(rule), id, percent(*r));
           } else {
-            continue;  // nothing to say for this cell: calls fall into the next bucket
+            note = fmt::format("{}={},{}={}: not measured; {}", sel.tokens_dim, t, sel.width_dim, w,
+                               id == d.general.id && rule == DispatchRule::bucket ? "general configuration"
+                                                                                  : fmt::format("the {} rule's choice", name(rule)));
           }
           if (!buckets.empty() && buckets.back().id == id) {
             buckets.back().tokens_max = token_max[ti];
@@ -207,7 +226,7 @@ std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs_in) {
 }
 
 std::string generate_table(const std::string& op, const std::vector<LoadedResults>& inputs,
-                           const std::string& current_space_hash) {
+                           const std::string& current_space_hash, const std::map<std::string, DispatchRule>& rules) {
   if (inputs.empty()) throw ToolError("no results for op '" + op + "'");
   std::string space_hash = inputs.front().selection.space_hash;
   for (const LoadedResults& r : inputs)
@@ -218,7 +237,7 @@ std::string generate_table(const std::string& op, const std::vector<LoadedResult
                                   "the current one: re-tune so every GPU is measured on the same space",
                                   op, space_hash, inputs.front().label, r.selection.space_hash, r.label));
   if (space_hash.empty()) throw ToolError(fmt::format("{}: no space hash recorded (context space_hash.{})", inputs.front().label, op));
-  const std::vector<TableRow> rows = table_rows(inputs);
+  const std::vector<TableRow> rows = table_rows(inputs, rules);
 
   std::string o;
   o += fmt::format("// Generated by `ktune tables` (ktune {}) for op {}. Do not edit: regenerate with `make tune` or "
@@ -232,6 +251,9 @@ std::string generate_table(const std::string& op, const std::vector<LoadedResult
     auto env = [&](const char* k) { return s.environment.count(k) ? s.environment.at(k) : std::string("unknown"); };
     o += fmt::format("//   {} ({}): {} (sm_{}), CUDA runtime {}, driver {}, measured {}, commit {}\n", r->label, r->hash,
                      s.gpu, s.arch, env("cuda_runtime_version"), env("driver_version"), env("date"), env("git_commit"));
+    if (auto it = rules.find(s.gpu_slug); it != rules.end() && it->second != DispatchRule::bucket)
+      o += fmt::format("//     cells between its measured shapes: the {} rule, the least regret on shapes left out of selection "
+                       "(docs/shapes.md; its reports' \"Dispatch\" section)\n", name(it->second));
     if (s.space_hash != space_hash)
       o += fmt::format("//     stale: measured on space {}, before the space became {}; its rows name points the space "
                        "still has, and the points added since were not measured on it: re-tune this GPU\n",

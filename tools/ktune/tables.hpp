@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dispatch.hpp"
 #include "results.hpp"
 
 namespace ktune::tool {
@@ -36,7 +37,10 @@ std::vector<std::int64_t> bucket_upper_bounds(const std::vector<std::int64_t>& m
 
 /// The rows of one op's table, in lookup order. Throws ToolError when the inputs disagree (different
 /// spaces) or a shape cannot be keyed by (tokens, width).
-std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs);
+/// The cells are those of the dispatch rule fitted on each dtype's selection shapes (dispatch.hpp); the bucket
+/// rule gives the grid described above.
+/// `rules`: the rule per GPU slug (dispatch_rules()); a GPU not in it gets the bucket rule.
+std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs, const std::map<std::string, DispatchRule>& rules = {});
 
 /// The complete text of kernels/<op>/tuned.cuh. Deterministic: depends only on `inputs` and `space_hash`.
 /// `space_hash` is the op's current Space::space.hash() as "0x..." (empty: unknown). Results measured on an
@@ -45,7 +49,11 @@ std::vector<TableRow> table_rows(const std::vector<LoadedResults>& inputs);
 /// current one, when any input was measured on it. Inputs on different spaces none of which is current are
 /// refused: no space says what their ids mean.
 std::string generate_table(const std::string& op, const std::vector<LoadedResults>& inputs,
-                           const std::string& space_hash = {});
+                           const std::string& space_hash = {}, const std::map<std::string, DispatchRule>& rules = {});
+
+/// The dispatch rule of each GPU's tables: the best of compare_dispatch() over that GPU's results of every op.
+std::map<std::string, DispatchRule> dispatch_rules(
+    const std::vector<std::pair<std::string, std::vector<LoadedResults>>>& all);
 
 /// The complete text of kernels/<op>/tuned.cuh before the first tune (no results): no rows, the general
 /// configuration is Space::default_point. Same shape as generate_table's, so a tune rewrites it in place.

@@ -42,8 +42,8 @@ struct Config {
 ///              vectors (only the range's last step is partial, not each row's). S is this with rpb = 1.
 ///   split = 1: block b takes exactly one step of the flattened [tokens, d/pack] vector space. Rows are
 ///              split across blocks, so even T = 1 spreads over many SMs, and a tile may cross a row end.
-/// \tparam NarrowestSpecD the narrowest d of the op's spec: a block step wider than that half-row is pruned
-template <int NarrowestSpecD>
+/// \tparam WidestSpecD the widest d of the op's spec: a block step wider than that half-row is pruned
+template <int WidestSpecD>
 struct ActAndMulSpace {
   static constexpr auto space = ktune::make_space(
       ktune::param("tpb", "threads", {128, 256, 512, 1024}),
@@ -60,9 +60,9 @@ struct ActAndMulSpace {
   /// latency near 1 µs, so an SM needs about 32 KB of loads in flight: 2048 threads x 16 B.
   static constexpr int min_bytes_in_flight_per_thread = 16;
 
-  /// The narrowest row of the op's spec. A block step wider than this leaves threads idle at T = 1 in
-  /// either mode and on every row in whole-row mode, at every spec shape.
-  static constexpr int narrowest_spec_d = NarrowestSpecD;
+  /// The widest row of the op's spec (shapes/catalogue.json's widest tuned width). A block step wider than
+  /// this leaves threads idle at T = 1 in either mode and on every row in whole-row mode, at every spec shape.
+  static constexpr int widest_spec_d = WidestSpecD;
 
   /// The configuration type of a point (act_and_mul::Config; a class, not an alias template, because
   /// nvcc 13.0's front end crashes on a member alias template reached through the derived op Space in
@@ -83,8 +83,8 @@ struct ActAndMulSpace {
         .require(tpb % arch.warp_size == 0, "tpb is a whole number of warps")
         .require(2 * vpt * vb >= min_bytes_in_flight_per_thread,
                  "2 * vpt * vb >= 16 bytes of loads in flight per thread (Little's law for HBM at full occupancy)")
-        .require(tpb * vpt * vb <= narrowest_spec_d * element_bytes,
-                 "tpb * vpt * vb <= the narrowest spec half-row (narrowest_spec_d elements): a wider block step "
+        .require(tpb * vpt * vb <= widest_spec_d * element_bytes,
+                 "tpb * vpt * vb <= the widest spec half-row (widest_spec_d elements): a wider block step "
                  "leaves threads idle on every spec shape")
         .require(split == 0 || rpb == 1, "split = 1 only with rpb = 1 (a one-step block has no rows to group)")
         .require(vb == 16 || split == 1,

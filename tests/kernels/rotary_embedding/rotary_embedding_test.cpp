@@ -264,13 +264,13 @@ TEST(RotaryEmbeddingSpec, MatchesTheIssue) {
   std::vector<std::string> names;
   for (const auto& [k, v] : s.dims) names.push_back(k);
   EXPECT_EQ(names, (std::vector<std::string>{"tokens", "q_heads", "kv_heads", "head_size", "rotary_dim"}));
-  EXPECT_EQ(s.values("tokens"), (std::vector<std::int64_t>{1, 16, 128, 512, 2048, 8192}));
-  // LLaMA-3-8B (32/8/128), Qwen2.5-14B and -32B (40/8/128), LLaMA-3-70B and Qwen2.5-72B (64/8/128).
-  EXPECT_EQ(s.values("q_heads"), (std::vector<std::int64_t>{32, 40, 64}));
+  // tokens and q_heads come from shapes/catalogue.json (tests/tools/shapes_test.cpp checks they are its grid);
+  // one kv_heads, head_size and rotary_dim, since a tuned table keys on tokens and q_heads alone.
+  EXPECT_EQ(s.values("tokens").front(), 1);
   EXPECT_EQ(s.values("kv_heads"), (std::vector<std::int64_t>{8}));
   EXPECT_EQ(s.values("head_size"), (std::vector<std::int64_t>{128}));
   EXPECT_EQ(s.values("rotary_dim"), (std::vector<std::int64_t>{128}));
-  EXPECT_EQ(s.shapes().size(), 18u);
+  EXPECT_EQ(s.shapes().size(), s.values("tokens").size() * s.values("q_heads").size());
   EXPECT_EQ(s.tokens_dim, "tokens");
   EXPECT_EQ(s.width_dim, "q_heads");
   EXPECT_EQ(s.dtypes, (std::vector<DType>{DType::f16, DType::bf16}));  // what sgl-kernel dispatches

@@ -76,7 +76,7 @@ template <class Op>
 void check_empty_calls_succeed_without_any_cuda_call() {
   EXPECT_TRUE(Op::template call<float>(nullptr, nullptr, 0, 4096).ok());
   EXPECT_TRUE(Op::template call<__nv_bfloat16>(nullptr, nullptr, 16, 0).ok());
-  EXPECT_TRUE(Op::call(DType::f16, nullptr, nullptr, 0, Op::Space::narrowest_spec_d).ok());
+  EXPECT_TRUE(Op::call(DType::f16, nullptr, nullptr, 0, Op::Space::widest_spec_d).ok());
 }
 
 // ---- can_implement and the grid -------------------------------------------------------------------
@@ -124,8 +124,8 @@ void check_grid_sizes() {
   using Unaligned = typename Op::template UnalignedConfig<4>;
   auto* out = fake_device_pointer<float>(0x10000);
   const auto* in = fake_device_pointer<const float>(0x20000);
-  // fp32 at the narrowest spec width: d / 4 vectors of 16 bytes per row.
-  constexpr std::int64_t d = Op::Space::narrowest_spec_d;
+  // fp32 at the widest spec width: d / 4 vectors of 16 bytes per row.
+  constexpr std::int64_t d = Op::Space::widest_spec_d;
   constexpr unsigned dv = static_cast<unsigned>(d / 4);
   const auto a = Op::make_args(out, in, 16, d, -1, -1);
   // One step of 256 * 2 vectors per block over 16 * dv vectors.

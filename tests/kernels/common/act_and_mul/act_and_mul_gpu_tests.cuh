@@ -84,7 +84,7 @@ const std::vector<Case>& cases() {
   static const std::vector<Case> c = {
       {"T1", 1, 1024},
       {"odd_T", 7, 1000},
-      {"spec_width_T1", 1, Op::Space::narrowest_spec_d},
+      {"spec_width_T1", 1, Op::Space::widest_spec_d},
       {"rows_67", 67, 520},
       {"d_13", 5, 13},
       {"d_1", 4, 1},
@@ -382,7 +382,7 @@ template <class Op>
 void choice_names_the_general_configuration_before_the_first_tune() {
   for (DType t : all_dtypes) {
     TunedChoice c;
-    KTUNE_ASSERT_OK(Op::choice(t, 16, Op::Space::narrowest_spec_d, c));
+    KTUNE_ASSERT_OK(Op::choice(t, 16, Op::Space::widest_spec_d, c));
     if (c.variant < 0) {
       EXPECT_EQ(c.source, TunedSource::fallback);
       ASSERT_NE(c.id, nullptr);
