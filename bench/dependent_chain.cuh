@@ -78,9 +78,10 @@ struct ChainCopies {
   int count;
 };
 
-/// The producer: one block per SM (all resident at once, so every block's release happens at its start and
-/// the dependent may launch at once), `delay_ns` of the global timer, then the copies. Block 0 writes the time
-/// of its release to *released_at (calibration).
+/// The producer: one small block per SM (all resident at once, so every block's release happens at its start
+/// and the dependent may launch at once, and nearly any dependent's blocks fit beside it), `delay_ns` of the
+/// global timer, then the copies, four 16-byte vectors in flight per thread. Block 0 writes the time of its
+/// release to *released_at (calibration).
 template <int = 0>
 __global__ void chain_producer_kernel(ChainCopies copies, std::uint64_t delay_ns, unsigned long long* released_at) {
   if (threadIdx.x == 0) {
@@ -98,8 +99,17 @@ __global__ void chain_producer_kernel(ChainCopies copies, std::uint64_t delay_ns
     std::size_t done = 0;
     if (reinterpret_cast<std::uintptr_t>(c.src) % 16 == 0 && reinterpret_cast<std::uintptr_t>(c.dst) % 16 == 0) {
       const std::size_t vectors = c.n / 16;
-      for (std::size_t i = thread; i < vectors; i += threads)
-        reinterpret_cast<uint4*>(c.dst)[i] = reinterpret_cast<const uint4*>(c.src)[i];
+      const uint4* from = reinterpret_cast<const uint4*>(c.src);
+      uint4* to = reinterpret_cast<uint4*>(c.dst);
+      std::size_t i = thread;
+      for (; i + 3 * threads < vectors; i += 4 * threads) {
+        uint4 v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) v[u] = from[i + u * threads];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) to[i + u * threads] = v[u];
+      }
+      for (; i < vectors; i += threads) to[i] = from[i];
       done = vectors * 16;
     }
     for (std::size_t i = done + thread; i < c.n; i += threads) c.dst[i] = c.src[i];
@@ -221,7 +231,8 @@ class DependentChain {
   }
 
  private:
-  static constexpr int producer_threads = 512;
+  // Small, so that a dependent's blocks fit beside it: 1024-thread blocks of up to 48 registers a thread do.
+  static constexpr int producer_threads = 128;
   ChainInfo info_;
   int sms_ = 0;
   unsigned long long* stamps_ = nullptr;
