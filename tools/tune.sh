@@ -36,6 +36,11 @@
 #   KTUNE_OUT         where run writes raw/ (default: $BUILD_DIR/ktune-run)
 #   KTUNE_RESULTS     where finish reads raw/ from (default: KTUNE_OUT's default)
 #   KTUNE_TOPK        candidates per shape re-tested by the exhaustive method (default: 5)
+#   KTUNE_MODEL       a Hugging Face config.json: run times that model's shapes instead of the catalogue's (ktune
+#                     shapes --from-config: every op it calls, at its widths and the catalogue's token counts) into
+#                     raw/models/<name>.search.json; finish merges them with the committed catalogue's results
+#                     into the tables, and keeps them in reports/<gpu>/raw/models/ for every later select
+#   KTUNE_TP          its tensor-parallel degree (default 1)
 #   KTUNE_SEARCH      halving (default) or exhaustive
 #   KTUNE_PASSES      searches in one run step (default 1; 2 gives the run-to-run section)
 #   KTUNE_EXHAUSTIVE_ARGS  ktune_bench flags of an exhaustive run after the search, e.g. "--dtypes bf16"
@@ -203,6 +208,32 @@ run_exhaustive() {
   record_step "exhaustive retest $dir" "$(($(date +%s) - t0))"
 }
 
+# A model's name in file names: its config's folder (or file) name, and the degree.
+model_name() {
+  local config="$1" base
+  base=$(basename "$(dirname "$(realpath "$config")")")
+  [[ "$(basename "$config")" != config.json ]] && base=$(basename "${config%.json}")
+  echo "$(tr -c 'A-Za-z0-9._\n-' '_' <<<"$base")-tp${2}"
+}
+
+# KTUNE_MODEL's shapes: one search of the ops it calls, from specs whose dims are its shapes.
+run_model() {
+  local raw="$1" config="$KTUNE_MODEL" tp="${KTUNE_TP:-1}" name specs ops t0
+  [[ -f "$config" ]] || { say "KTUNE_MODEL=$config: no such file"; exit 1; }
+  name=$(model_name "$config" "$tp")
+  specs="$out/model-specs/$name"
+  rm -rf "$specs"
+  "$ktune" shapes --from-config "$config" --tp "$tp"
+  "$ktune" shapes --from-config "$config" --tp "$tp" --spec-dir "$specs" >/dev/null
+  ops=$(cd "$specs" && ls | paste -sd, -)
+  mkdir -p "$raw/models"
+  say "search of $name's shapes ($ops) -> $raw/models/$name.search.json"
+  t0=$(date +%s)
+  bench_resumable "$raw/models/$name.search.json" "$raw/models/$name.search.txt" --kernels "$specs" --ops "$ops" \
+    --cache "$cache" "${incumbent_args[@]}" || { say "ktune_bench search failed (exit $?)"; exit 1; }
+  record_step "model $name" "$(($(date +%s) - t0))"
+}
+
 step_run() {
   need "$bench"
   need "$ktune"
@@ -211,6 +242,12 @@ step_run() {
   local slug
   slug="$("$bench" --print-gpu-slug)"
   echo "$slug" >"$raw/gpu-slug"
+  if [[ -n "${KTUNE_MODEL:-}" ]]; then
+    incumbents "${KTUNE_INCUMBENTS:-reports/$slug}"
+    run_model "$raw"
+    cp "$cache" "$raw/ktune-bench-cache.jsonl" 2>/dev/null || true
+    return 0
+  fi
   say "run on $slug (${KTUNE_SEARCH:-halving})"
   if [[ "${KTUNE_SEARCH:-halving}" == exhaustive ]]; then
     run_exhaustive "$raw" "$cache"
@@ -251,13 +288,26 @@ raw_files() {
   ((${#files[@]} > 0))
 }
 
-# The raw results of a run: $results/raw/{search,sweep,retest}.json and the GPU's slug.
+# The raw results of a run: $results/raw/{search,sweep,retest}.json (a model's run has none: the committed
+# catalogue's, reports/<gpu>/raw/), then every model's search (the committed ones in reports/<gpu>/raw/models/,
+# this run's in $results/raw/models/, which replace a committed one of the same name), and the GPU's slug.
 raw_inputs() {
-  local raw="$results/raw"
-  raw_files "$raw" || { say "no search or sweep results in $raw (run 'tools/tune.sh run' first)"; exit 1; }
-  inputs=("${files[@]}")
+  local raw="$results/raw" kept="$build/ktune-kept-raw" f name
   slug="$(cat "$raw/gpu-slug" 2>/dev/null || true)"
   [[ -n "$slug" ]] || { say "$raw/gpu-slug is missing"; exit 1; }
+  rm -rf "$kept" && mkdir -p "$kept/models"
+  if ! raw_files "$raw"; then
+    [[ -d "$raw/models" ]] || { say "no search or sweep results in $raw (run 'tools/tune.sh run' first)"; exit 1; }
+    for f in "reports/$slug/raw/"{search,sweep,retest}.json.gz; do [[ -f "$f" ]] && zcat "$f" >"$kept/$(basename "${f%.gz}")"; done
+    raw_files "$kept" || { say "a model's run merges into the committed results of $slug, and reports/$slug/raw/ has none"; exit 1; }
+  fi
+  inputs=("${files[@]}")
+  for f in "reports/$slug/raw/models/"*.json.gz; do
+    [[ -f "$f" ]] || continue
+    name=$(basename "${f%.gz}")
+    [[ -f "$raw/models/$name" ]] || { zcat "$f" >"$kept/models/$name"; inputs+=("$kept/models/$name"); }
+  done
+  for f in "$raw/models/"*.search.json; do [[ -f "$f" ]] && inputs+=("$f"); done
   return 0
 }
 
@@ -272,9 +322,14 @@ step_select() {
   # ~90% smaller that way, which keeps the repository and every copy of it sent to a GPU machine small.
   # Read them with zcat; `ktune select --raw` takes the decompressed files. A search replaces a sweep and
   # its re-test, and the other way round.
-  mkdir -p "reports/$slug/raw"
+  mkdir -p "reports/$slug/raw/models"
   rm -f "reports/$slug/raw/search.json.gz" "reports/$slug/raw/sweep.json.gz" "reports/$slug/raw/retest.json.gz"
-  for f in "${inputs[@]}"; do gzip -9nc "$f" >"reports/$slug/raw/$(basename "$f").gz"; done
+  for f in "${inputs[@]}"; do
+    local dest="reports/$slug/raw/$(basename "$f").gz"
+    [[ "$(basename "$(dirname "$f")")" == models ]] && dest="reports/$slug/raw/models/$(basename "$f").gz"
+    gzip -9nc "$f" >"$dest.tmp" && mv "$dest.tmp" "$dest"
+  done
+  rmdir "reports/$slug/raw/models" 2>/dev/null || true
   for f in reports/"$slug"/*.t4.json; do [[ -f "$f" ]] && gzip -9nf "$f"; done
   return 0
 }

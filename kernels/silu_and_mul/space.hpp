@@ -10,10 +10,10 @@
 
 namespace ktune::ops::silu_and_mul {
 
-/// The act-and-mul space with silu_and_mul's widest spec row, d = 16384 (spec.json, from shapes/catalogue.json: Llama-3.1-70B at tp 2):
+/// The act-and-mul space with silu_and_mul's widest spec row, d = 28672 (spec.json, from shapes/catalogue.json: Llama-3.1-70B at tp 1):
 /// a block step wider than that leaves threads idle at every spec shape. How the kernel maps work to threads, and
 /// what each parameter means: kernels/common/act_and_mul/space.hpp.
-struct Space : act_and_mul::ActAndMulSpace<16384> {};
+struct Space : act_and_mul::ActAndMulSpace<28672> {};
 
 /// The configuration type of Space::unaligned_point(ElementBytes).
 template <int ElementBytes>

@@ -149,11 +149,12 @@ TEST(Shapes, TheShippedSpecsAndCatalogueMdAreTheCataloguesGrid) {
     const ktune::Spec spec = ktune::parse_spec_text(text, path);
     EXPECT_EQ(spec.values(spec.width_dim), g.widths) << op;
     EXPECT_EQ(spec.values(spec.tokens_dim), cat.tune.tokens) << op;
-    // Every catalogue width is within 2x of a measured width, and the held-out ones are measured.
+    // Every catalogue width is within 2x of a measured width (but the narrowest experts at tp 8, 4x), and the
+    // held-out ones are measured.
     for (const OpUse& u : g.uses) {
       std::int64_t ratio = INT64_MAX;
       for (std::int64_t w : g.widths) ratio = std::min(ratio, std::max(w, u.width) * 1000 / std::min(w, u.width));
-      EXPECT_LE(ratio, 2000) << op << " " << u.model << " " << u.width;
+      EXPECT_LE(ratio, u.tp == 8 && u.rows_per_token > 1 ? 4000 : 2000) << op << " " << u.model << " " << u.width;
     }
     for (std::int64_t w : g.held_out_widths) EXPECT_TRUE(spec.held_out_value(spec.width_dim, w)) << op << " " << w;
   }
@@ -239,7 +240,7 @@ TEST(Shapes, CommandFromConfigWritesTheModelsSpecs) {
   EXPECT_TRUE(silu.held_out.empty());
   const ktune::Spec rope = ktune::parse_spec_text(read_file((dir / "specs/rotary_embedding/spec.json").string()), "rope");
   EXPECT_EQ(rope.values("q_heads"), (std::vector<std::int64_t>{16}));
-  EXPECT_EQ(rope.values("kv_heads"), (std::vector<std::int64_t>{4}));
+  EXPECT_EQ(rope.values("kv_heads"), (std::vector<std::int64_t>{8})) << "the spec's: tables key on tokens and q_heads";
   EXPECT_FALSE(fs::exists(dir / "specs/gemma_rmsnorm")) << "a Llama calls no gemma op";
   EXPECT_EQ(run_ktune({"shapes", "--from-config", (dir / "missing.json").string()}), exit_failure);
   EXPECT_EQ(run_ktune({"shapes", "--check"}), exit_usage);
