@@ -381,9 +381,10 @@ bool GpuMeasurer::check(const WorkItem& item, BenchResult& r, bool settled_later
           judge::Verdict::reads_before_wait,
           name + ": run as the second kernel of a dependent chain, the call gave other outputs: the kernel before it on the "
                  "stream released it at its start (griddepcontrol.launch_dependents) and wrote its inputs " + later +
-              " later, so the call read inputs before its griddepcontrol.wait (ktune::pdl_wait) returned; run again with "
-              "its inputs in place, twice, it gave the first run's outputs. In a model the kernel before a call writes its inputs: "
-              "a call launched with PDL must wait before its first global access" + seed);
+              " later, so the call read inputs before that kernel was done (before its griddepcontrol.wait, "
+              "ktune::pdl_wait, returned, or on a stream of its own); run again with its inputs in place, twice, it gave "
+              "the first run's outputs. In a model the kernel before a call writes its inputs: a call launched with PDL "
+              "must wait before its first global access" + seed);
     } else {
       r.error = judge::message(judge::Verdict::nondeterministic,
                                name + ": two runs of the same call on the same inputs gave outputs that differ bitwise (a race, "

@@ -233,7 +233,8 @@ Status GpuMeasurer::State::verify_work(const Variant& v, const std::string& name
                                    "dependent chain, the kernel before it releasing it at its start and writing its inputs " +
                                    later +
                                    " later, is not bitwise the checked call's result: the timed calls read inputs before "
-                                   "their griddepcontrol.wait (ktune::pdl_wait) returned, or compute something else there");
+                                   "that kernel was done (before their griddepcontrol.wait, ktune::pdl_wait, returned, or "
+                                   "on a stream of their own), or compute something else there");
       return Status::success();
     }
   return Status::success();
