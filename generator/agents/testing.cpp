@@ -117,6 +117,7 @@ std::string edge_spec(const std::string& spec_text, std::string& error) {
     }
     spec["dims"] = edges;
     spec.erase("edge_dims");
+    spec.erase("held_out");  // values of the spec's own shapes, held out of selection: no gate selects
     error.clear();
     return spec.dump(2) + "\n";
   } catch (const std::exception& e) {
@@ -182,6 +183,7 @@ std::vector<LimitSpec> limit_specs(const std::string& spec_text, std::string& er
       ojson s = spec;
       s["dims"] = one_shape(dims, value);
       s.erase("edge_dims");
+      s.erase("held_out");
       if (!dtype.empty()) s["dtypes"] = ojson::array({dtype});
       std::string what = shape_key(dims, value) + " (" + why + ")";
       if (!dtype.empty()) what += ", " + dtype + " only";
@@ -449,6 +451,7 @@ std::string sanitizer_spec(const std::string& spec_text, std::vector<std::string
     if (shape_keys.back() != shape_key(dims, low)) shape_keys.push_back(shape_key(dims, low));
     spec["dims"] = both;
     spec.erase("edge_dims");
+    spec.erase("held_out");
     error.clear();
     return spec.dump(2) + "\n";
   } catch (const std::exception& e) {
