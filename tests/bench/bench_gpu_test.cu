@@ -322,6 +322,7 @@ TEST(BenchGate, ShippedOpsLeaveNothingBehindAndWaitBeforeTheyRead) {
     }
     spec["dims"] = dims;
     spec.erase("edge_dims");
+    spec.erase("held_out");  // values of the spec's own shapes (issue 42), not of this one
     fs::create_directories(dir / "kernels" / b.op);
     std::ofstream(dir / "kernels" / b.op / "spec.json") << spec.dump(2);
     const fs::path out = dir / (b.op + ".gate.json");
