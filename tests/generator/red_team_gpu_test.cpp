@@ -130,14 +130,14 @@ TEST(RedTeamGpu, EveryAttackGetsItsVerdictAndHonestFamiliesPass) {
       // reads_before_wait at its first screen; its variants without PDL (which wait for the kernel before them by
       // stream order) are timed as usual.
       const TuningResult tuned = tune_candidate(tc, c, work / a.name / "search", u);
-      ASSERT_TRUE(tuned.ok) << tuned.error << "\n" << tuned.log;
+      EXPECT_TRUE(tuned.ok) << tuned.error << "\n" << tuned.log;
       std::set<std::string> excluded;
       for (const ExcludedVariant& e : tuned.ranking.excluded) {
         if (e.id.find("pdl_1") == std::string::npos) continue;
         EXPECT_EQ(e.verdict, "reads_before_wait") << e.dtype << " " << e.id << ": " << e.error;
         excluded.insert(e.dtype + " " + e.id);
       }
-      EXPECT_EQ(excluded.size(), 8u) << "four block sizes with PDL, two dtypes";
+      if (tuned.ok) EXPECT_EQ(excluded.size(), 8u) << "four block sizes with PDL, two dtypes";
       for (const ShapeOutcome& o : tuned.ranking.shapes) {
         EXPECT_EQ(o.winner.find("pdl_1"), std::string::npos) << o.dtype << " " << o.shape;
         std::cout << "  search without the gate, " << o.dtype << " " << o.shape << ": S " << o.s_us << " us, "
