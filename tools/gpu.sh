@@ -327,7 +327,8 @@ unpack() {
     # The result cache travels back so the next `remote tune` resumes where this one stopped.
     [ -f "$dest/gpu-results/raw/ktune-bench-cache.jsonl" ] && mkdir -p "$stage" &&
       cp "$dest/gpu-results/raw/ktune-bench-cache.jsonl" "$stage/ktune-bench-cache.jsonl"
-    if [ -f "$dest/gpu-results/raw/search.json" ] || [ -f "$dest/gpu-results/raw/sweep.json" ]; then
+    if [ -f "$dest/gpu-results/raw/search.json" ] || [ -f "$dest/gpu-results/raw/sweep.json" ] ||
+       [ -d "$dest/gpu-results/raw/models" ]; then
       KTUNE_RESULTS="$dest/gpu-results" "$root/tools/tune.sh" finish
     elif [ -f "$dest/gpu-results/raw/profile.json" ]; then
       KTUNE_RESULTS="$dest/gpu-results" "$root/tools/tune.sh" attach

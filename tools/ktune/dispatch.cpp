@@ -14,12 +14,17 @@ namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 
-std::optional<double> fastest_time(const ShapeResult& s) {
-  std::optional<double> best;
-  for (const VariantResult& v : s.variants)
-    if (v.id != "original")
-      if (auto t = s.time_of(v.id); t && (!best || *t < *best)) best = t;
-  return best;
+/// `id`'s time at `s` and the fastest variant's at the same level, as the user's regret compares them
+/// (regret.hpp): round medians when `id` was a finalist, else screen medians.
+std::optional<std::pair<double, double>> level_times(const ShapeResult& s, const std::string& id) {
+  const VariantResult* v = s.find(id);
+  if (!v || v->verdict != Verdict::ok || (!v->retest && !v->sweep)) return std::nullopt;
+  const bool rounds = v->retest.has_value();
+  auto at = [&](const VariantResult& x) -> const std::optional<Measure>& { return rounds ? x.retest : x.sweep; };
+  double best = at(*v)->median_us;
+  for (const VariantResult& x : s.variants)
+    if (x.id != "original" && x.verdict == Verdict::ok && at(x)) best = std::min(best, at(x)->median_us);
+  return std::make_pair(at(*v)->median_us, best);
 }
 
 std::vector<std::int64_t> distinct(const std::vector<const ShapeResult*>& shapes, bool tokens) {
@@ -51,16 +56,16 @@ const char* name(DispatchRule r) {
     case DispatchRule::bucket: return "bucket";
     case DispatchRule::nearest: return "nearest";
     case DispatchRule::tree: return "tree";
+    case DispatchRule::bracket: return "bracket";
     case DispatchRule::general: return "general";
   }
   return "?";
 }
 
 std::optional<double> regret_at(const ShapeResult& s, const std::string& id) {
-  const auto t = s.time_of(id);
-  const auto best = fastest_time(s);
-  if (!t || !best) return std::nullopt;
-  return std::max(0.0, *t / *best - 1.0);
+  const auto t = level_times(s, id);
+  if (!t) return std::nullopt;
+  return std::max(0.0, t->first / t->second - 1.0);
 }
 
 std::vector<const ShapeResult*> training_shapes(const DTypeResult& d) {
@@ -99,9 +104,8 @@ struct LogRegrets {
     ids.assign(all.begin(), all.end());
     for (const ShapeResult* s : shapes) {
       std::vector<double> row(ids.size(), inf);
-      const auto best = fastest_time(*s);
-      for (std::size_t k = 0; k < ids.size() && best; ++k)
-        if (auto t = s->time_of(ids[k])) row[k] = std::log(*t / *best);
+      for (std::size_t k = 0; k < ids.size(); ++k)
+        if (auto t = level_times(*s, ids[k])) row[k] = std::log(t->first / t->second);
       at.push_back(std::move(row));
     }
   }
@@ -216,6 +220,37 @@ std::string Dispatch::choose(std::int64_t tokens, std::int64_t width) const {
       }
       return best->winner;
     }
+    case DispatchRule::bracket: {
+      // The measured values either side of the call on each axis (the value itself when measured), then the
+      // shapes at those: when the call's cell is a hole in the grid, the neighbours around it.
+      auto around = [](const std::vector<std::int64_t>& grid, std::int64_t v, bool widen) {
+        const auto it = std::lower_bound(grid.begin(), grid.end(), v);
+        std::vector<std::int64_t> out;
+        if (it != grid.end() && *it == v && !widen) return std::vector<std::int64_t>{v};
+        if (it != grid.begin()) out.push_back(*std::prev(it));
+        if (it != grid.end()) out.push_back(*it);
+        if (widen && it != grid.end() && *it == v && std::next(it) != grid.end()) out.push_back(*std::next(it));
+        return out;
+      };
+      std::vector<const ShapeResult*> near;
+      for (bool widen : {false, true}) {
+        const auto ts = around(tokens_, tokens, widen), ws = around(widths_, width, widen);
+        for (const ShapeResult* s : train_)
+          if (std::count(ts.begin(), ts.end(), s->tokens) && std::count(ws.begin(), ws.end(), s->width)) near.push_back(s);
+        if (!near.empty()) break;
+      }
+      if (near.size() == 1) return near[0]->winner;
+      const LogRegrets lr(near, general_);
+      std::string best = near[0]->winner;
+      double best_worst = inf, best_sum = inf;
+      for (std::size_t k = 0; k < lr.ids.size(); ++k) {
+        double worst = 0, sum = 0;
+        for (const auto& row : lr.at) worst = std::max(worst, row[k]), sum += row[k];
+        if (worst < best_worst - 1e-12 || (std::fabs(worst - best_worst) <= 1e-12 && sum < best_sum - 1e-12))
+          best = lr.ids[k], best_worst = worst, best_sum = sum;
+      }
+      return best;
+    }
     case DispatchRule::tree: {
       const Node* n = tree_.get();
       while (n->id.empty()) n = ((n->axis == 0 ? tokens : width) <= n->bound ? n->left : n->right).get();
@@ -226,7 +261,20 @@ std::string Dispatch::choose(std::int64_t tokens, std::int64_t width) const {
   return general_;
 }
 
+namespace {
+/// The bracket rule's cells: each measured value alone, and the values strictly between two of them.
+std::vector<std::int64_t> point_and_gap_bounds(const std::vector<std::int64_t>& values) {
+  std::set<std::int64_t> b;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i] > 1) b.insert(values[i] - 1);
+    if (i + 1 < values.size()) b.insert(values[i]);
+  }
+  return {b.begin(), b.end()};
+}
+}  // namespace
+
 std::vector<std::int64_t> Dispatch::token_bounds() const {
+  if (rule_ == DispatchRule::bracket) return point_and_gap_bounds(tokens_);
   std::set<std::int64_t> b;
   for (std::int64_t v : cell_bounds(tokens_)) b.insert(v);
   collect_bounds(tree_.get(), 0, b);
@@ -234,6 +282,7 @@ std::vector<std::int64_t> Dispatch::token_bounds() const {
 }
 
 std::vector<std::int64_t> Dispatch::width_bounds() const {
+  if (rule_ == DispatchRule::bracket) return point_and_gap_bounds(widths_);
   std::set<std::int64_t> b;
   for (std::int64_t v : cell_bounds(widths_)) b.insert(v);
   collect_bounds(tree_.get(), 1, b);

@@ -9,6 +9,10 @@
 //   tree     a decision tree over (log2 tokens, log2 width) in the spirit of PetaBricks' input classifiers and
 //            ISAAC: each leaf holds the one variant with the least summed log-regret over its shapes; a split
 //            must save more than `tree_min_gain` of summed log time per shape it divides
+//   bracket  at a measured shape its winner; between measured shapes, the variant whose worst log-regret over
+//            the measured shapes that bracket the call (the token counts and widths either side of it) is least:
+//            a call between a regime's last measured shape and the next regime's first gets a variant good at
+//            both, not the winner of whichever is nearer
 //   general  the dtype's general configuration everywhere
 //
 // Each is judged by leaving data out: one shape at a time, one token count or width at a time (a call
@@ -29,16 +33,17 @@
 
 namespace ktune::tool {
 
-enum class DispatchRule { bucket, nearest, tree, general };
+enum class DispatchRule { bucket, nearest, tree, bracket, general };
 inline constexpr DispatchRule all_dispatch_rules[] = {DispatchRule::bucket, DispatchRule::nearest, DispatchRule::tree,
-                                                      DispatchRule::general};
+                                                      DispatchRule::bracket, DispatchRule::general};
 const char* name(DispatchRule r);
 
 /// The least summed log-time a tree split must save per shape it divides (0.002: 0.2% of time on average).
 inline constexpr double tree_min_gain = 0.002;
 
-/// t(id) / t(fastest) - 1 at `s` (the fastest correct variant other than S, on the shape's band source);
-/// nullopt when `id` has no time there.
+/// t(id) / t(fastest) - 1 at `s`, as the user's regret is taken (regret.hpp): both round medians when `id` was a
+/// finalist there, else both screen medians (the fastest correct variant other than S at that level); nullopt
+/// when `id` has no time there.
 std::optional<double> regret_at(const ShapeResult& s, const std::string& id);
 
 /// A rule fitted on `train` (shapes of one dtype with a winner; pointers stay owned by the caller).

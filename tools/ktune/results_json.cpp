@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 
@@ -30,8 +32,9 @@ std::map<std::string, double> counters_from(const ojson& j) {
   return c;
 }
 
-ojson measure_json(const Measure& m) {
-  return ojson{{"median_us", m.median_us}, {"spread", m.spread}, {"samples", m.samples}, {"counters", counters_json(m.counters)}};
+ojson measure_json(const Measure& m, bool with_counters = true) {
+  return ojson{{"median_us", m.median_us}, {"spread", m.spread}, {"samples", m.samples},
+               {"counters", with_counters ? counters_json(m.counters) : ojson::object()}};
 }
 
 Measure measure_from(const ojson& j) {
@@ -116,11 +119,16 @@ ojson to_json(const Selection& s) {
       sj["ranking"] = strings(sh.ranking);
       ojson vs = ojson::array();
       for (const VariantResult& v : sh.variants) {
+        // A screen no report or table looks at keeps its time and spread, not its counters (the T4 export has
+        // them): a catalogue tune's 2,400 shapes would otherwise write 10 MB per op.
+        const bool counters = v.id == "original" || v.retest || v.verdict != Verdict::ok || v.id == sh.winner ||
+                              v.id == sh.fastest || v.id == d.general.id ||
+                              std::find(sh.within_band.begin(), sh.within_band.end(), v.id) != sh.within_band.end();
         ojson vj;
         vj["id"] = v.id;
         vj["verdict"] = to_string(v.verdict);
         if (!v.error.empty()) vj["error"] = v.error;
-        if (v.sweep) vj["sweep"] = measure_json(*v.sweep);
+        if (v.sweep) vj["sweep"] = measure_json(*v.sweep, counters);
         if (v.retest) vj["retest"] = measure_json(*v.retest);
         vs.push_back(std::move(vj));
       }

@@ -2,7 +2,9 @@
 # ctest: tools/tune.sh finish on a halving search with an earlier pass (tests/tools/data/raw/search/): the
 # results come from raw/search.json, the run-to-run section is attached against raw/pass1/, tables and
 # reports are written, the raw files land in reports/<gpu>/raw/ (search.json.gz, previous/search.json.gz),
-# and a later finish without a new pass attaches the kept previous run again.
+# and a later finish without a new pass attaches the kept previous run again. Then a model's run (make tune
+# MODEL=...: only raw/models/<name>.search.json) merges with the committed catalogue results, its raw file is
+# kept in reports/<gpu>/raw/models/, and a later catalogue finish merges it again.
 # usage: tune_finish.sh KTUNE REPO DATA WORK
 set -euo pipefail
 ktune=$1 repo=$2 data=$3 work=$4
@@ -33,4 +35,17 @@ check 'Re-measured screens' reports/nvidia-h200/index.md
 rm -rf run/raw/pass1
 BUILD_DIR=build KTUNE_RESULTS=run tools/tune.sh finish >finish.log 2>&1 || fail "second tune.sh finish exited $?"
 check '"stability"' reports/nvidia-h200/toyop.json
-echo "tools/tune.sh finish: search, run-to-run section, reports: ok"
+
+# A model's run: the toy search at a width the catalogue's does not have (d=4096 renamed d=6144).
+mkdir -p model/raw/models
+echo nvidia-h200 >model/raw/gpu-slug
+sed 's/d=4096/d=6144/g' "$data/raw/search/search.json" >model/raw/models/toymodel-tp1.search.json
+BUILD_DIR=build KTUNE_RESULTS=model tools/tune.sh finish >finish.log 2>&1 || fail "model tune.sh finish exited $?"
+test -f reports/nvidia-h200/raw/models/toymodel-tp1.search.json.gz || fail "the model's raw file is not kept"
+check 'd=6144' reports/nvidia-h200/toyop.json
+check 'd=4096' reports/nvidia-h200/toyop.json
+check 'd=6144' kernels/toyop/tuned.cuh
+# A catalogue finish again: the kept model's shapes stay in the tables.
+BUILD_DIR=build KTUNE_RESULTS=run tools/tune.sh finish >finish.log 2>&1 || fail "third tune.sh finish exited $?"
+check 'd=6144' kernels/toyop/tuned.cuh
+echo "tools/tune.sh finish: search, run-to-run section, reports, a model's run merged and kept: ok"
