@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/merge_attn_states_lse.json (0xb51716e771305ada): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on shapes left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/merge_attn_states_lse.json (0x4e46268623ec4889): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/merge_attn_states_lse.json (0x9de2a3e290d49cc6): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
 //     cells between its measured shapes: the tree rule, the least regret on shapes left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -172,6 +172,17 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=1024,heads=16,head_size=128: 7.68 us (S 8.70 us, 1.13x), spread 0.5%, band 1.0% (retest), 77.5% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 0.6% slower
     //   tokens=2048,heads=16,head_size=128: 13.6 us (S 14.5 us, 1.07x), spread 0.3%, band 1.0% (retest), 87.8% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 1.4% slower
     //   tokens=8192,heads=16,head_size=128: 48.3 us (S 49.4 us, 1.02x), spread 0.2%, band 1.0% (retest), 98.6% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 1.1% slower
+    //   tokens=1,heads=28,head_size=128: 1.44 us (S 2.20 us, 1.53x), spread 0.4%, band 1.0% (retest), 0.7% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 0.6% slower
+    //   tokens=2,heads=28,head_size=128: 1.48 us (S 2.25 us, 1.53x), spread 0.6%, band 1.0% (retest), 1.4% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 0.9% slower
+    //   tokens=8,heads=28,head_size=128: 1.53 us (S 2.40 us, 1.57x), spread 0.7%, band 1.0% (retest), 5.4% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 1.0% slower
+    //   tokens=16,heads=28,head_size=128: 1.63 us (S 2.50 us, 1.53x), spread 0.6%, band 1.0% (retest), 10.1% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 0.6% slower
+    //   tokens=32,heads=28,head_size=128: 1.79 us (S 2.68 us, 1.49x), spread 0.8%, band 1.0% (retest), 18.3% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 0.3% slower
+    //   tokens=64,heads=28,head_size=128: 2.22 us (S 3.05 us, 1.37x), spread 0.4%, band 1.0% (retest), 29.5% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 0.2% slower
+    //   tokens=256,heads=28,head_size=128: 4.24 us (S 4.98 us, 1.17x), spread 0.7%, band 1.0% (retest), 61.8% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 0.4% slower
+    //   tokens=512,heads=28,head_size=128: 6.86 us (S 7.80 us, 1.14x), spread 1.0%, band 1.0% (retest), 76.5% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 1.2% slower
+    //   tokens=1024,heads=28,head_size=128: 11.9 us (S 13.1 us, 1.10x), spread 0.2%, band 1.0% (retest), 87.9% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 2.5% slower
+    //   tokens=2048,heads=28,head_size=128: 22.0 us (S 23.3 us, 1.06x), spread 0.1%, band 1.0% (retest), 95.5% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 2.0% slower
+    //   tokens=8192,heads=28,head_size=128: 82.2 us (S 84.6 us, 1.03x), spread 0.4%, band 1.0% (retest), 102.1% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 1.2% slower
     //   tokens=1,heads=64,head_size=128: 1.43 us (S 2.21 us, 1.55x), spread 0.8%, band 1.0% (retest), 1.6% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 1.2% slower
     //   tokens=2,heads=64,head_size=128: 1.47 us (S 2.29 us, 1.55x), spread 0.8%, band 1.0% (retest), 3.2% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 0.5% slower
     //   tokens=8,heads=64,head_size=128: 1.62 us (S 2.52 us, 1.55x), spread 0.7%, band 1.0% (retest), 11.5% of copy; the tree rule's tpb_128.vb_16.ppt_1.pg_0.pdl_1 here, 1.1% slower
@@ -219,6 +230,10 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=2,heads=16,head_size=128: 1.40 us (S 2.10 us, 1.50x), spread 0.9%, band 1.0% (retest), 0.4% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.1% slower
     //   tokens=8,heads=16,head_size=128: 1.46 us (S 2.22 us, 1.53x), spread 1.1%, band 1.1% (retest), 1.6% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.0% slower
     //   tokens=16,heads=16,head_size=128: 1.49 us (S 2.31 us, 1.55x), spread 0.1%, band 1.0% (retest), 3.1% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.0% slower
+    //   tokens=1,heads=28,head_size=128: 1.42 us (S 2.15 us, 1.52x), spread 0.7%, band 1.0% (retest), 0.4% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.2% slower
+    //   tokens=2,heads=28,head_size=128: 1.45 us (S 2.17 us, 1.50x), spread 0.8%, band 1.0% (retest), 0.7% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.3% slower
+    //   tokens=8,heads=28,head_size=128: 1.53 us (S 2.38 us, 1.55x), spread 0.7%, band 1.0% (retest), 2.7% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.0% slower
+    //   tokens=16,heads=28,head_size=128: 1.57 us (S 2.41 us, 1.53x), spread 1.1%, band 1.0% (retest), 5.3% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.7% slower
     //   tokens=1,heads=64,head_size=128: 1.42 us (S 2.13 us, 1.50x), spread 0.6%, band 1.0% (retest), 0.8% of copy
     //   tokens=2,heads=64,head_size=128: 1.45 us (S 2.23 us, 1.53x), spread 0.3%, band 1.0% (retest), 1.6% of copy
     //   tokens=8,heads=64,head_size=128: 1.54 us (S 2.34 us, 1.52x), spread 1.0%, band 1.0% (retest), 6.1% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 1.1% slower
@@ -238,6 +253,13 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=1024,heads=16,head_size=128: 4.68 us (S 5.37 us, 1.15x), spread 0.5%, band 1.0% (retest), 64.1% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.6% slower
     //   tokens=2048,heads=16,head_size=128: 7.83 us (S 8.64 us, 1.10x), spread 0.0%, band 1.0% (retest), 76.6% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.0% slower
     //   tokens=8192,heads=16,head_size=128: 25.4 us (S 26.3 us, 1.03x), spread 0.3%, band 1.0% (retest), 94.4% of copy
+    //   tokens=32,heads=28,head_size=128: 1.65 us (S 2.53 us, 1.53x), spread 1.2%, band 1.2% (retest), 10.0% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.6% slower
+    //   tokens=64,heads=28,head_size=128: 1.85 us (S 2.67 us, 1.45x), spread 0.9%, band 1.0% (retest), 17.9% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.0% slower
+    //   tokens=256,heads=28,head_size=128: 3.04 us (S 3.74 us, 1.23x), spread 0.4%, band 1.0% (retest), 43.5% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 4.8% slower
+    //   tokens=512,heads=28,head_size=128: 4.29 us (S 5.03 us, 1.17x), spread 1.0%, band 1.0% (retest), 61.6% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.7% slower
+    //   tokens=1024,heads=28,head_size=128: 6.99 us (S 7.87 us, 1.13x), spread 0.3%, band 1.0% (retest), 75.7% of copy
+    //   tokens=2048,heads=28,head_size=128: 12.2 us (S 13.2 us, 1.08x), spread 0.8%, band 1.0% (retest), 86.8% of copy
+    //   tokens=8192,heads=28,head_size=128: 42.7 us (S 44.0 us, 1.03x), spread 0.2%, band 1.0% (retest), 99.2% of copy
     //   tokens=32,heads=64,head_size=128: 1.88 us (S 2.66 us, 1.41x), spread 0.7%, band 1.0% (retest), 19.9% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 2.0% slower
     //   tokens=64,heads=64,head_size=128: 2.32 us (S 3.06 us, 1.32x), spread 0.8%, band 1.0% (retest), 32.3% of copy
     //   tokens=256,heads=64,head_size=128: 4.68 us (S 5.40 us, 1.15x), spread 0.7%, band 1.0% (retest), 64.2% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 1.3% slower
@@ -278,6 +300,10 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=2,heads=16,head_size=128: 1.43 us (S 2.15 us, 1.50x), spread 0.8%, band 1.0% (retest), 0.4% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.2% slower
     //   tokens=8,heads=16,head_size=128: 1.49 us (S 2.24 us, 1.50x), spread 1.0%, band 1.0% (retest), 1.6% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.0% slower
     //   tokens=16,heads=16,head_size=128: 1.52 us (S 2.33 us, 1.53x), spread 0.4%, band 1.0% (retest), 3.1% of copy
+    //   tokens=1,heads=28,head_size=128: 1.45 us (S 2.18 us, 1.50x), spread 1.3%, band 1.3% (retest), 0.4% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.3% slower
+    //   tokens=2,heads=28,head_size=128: 1.50 us (S 2.22 us, 1.48x), spread 0.8%, band 1.0% (retest), 0.7% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.0% slower
+    //   tokens=8,heads=28,head_size=128: 1.58 us (S 2.41 us, 1.53x), spread 0.7%, band 1.0% (retest), 2.6% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.4% slower
+    //   tokens=16,heads=28,head_size=128: 1.60 us (S 2.44 us, 1.52x), spread 0.6%, band 1.0% (retest), 5.1% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.9% slower
     //   tokens=1,heads=64,head_size=128: 1.46 us (S 2.15 us, 1.47x), spread 0.4%, band 1.0% (retest), 0.8% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.0% slower
     //   tokens=2,heads=64,head_size=128: 1.49 us (S 2.23 us, 1.50x), spread 0.4%, band 1.0% (retest), 1.6% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 0.2% slower
     //   tokens=8,heads=64,head_size=128: 1.58 us (S 2.36 us, 1.50x), spread 0.6%, band 1.0% (retest), 5.9% of copy; the tree rule's tpb_128.vb_8.ppt_1.pg_0.pdl_1 here, 2.5% slower
@@ -291,6 +317,10 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=64,heads=16,head_size=128: 1.72 us (S 2.55 us, 1.48x), spread 0.7%, band 1.0% (retest), 10.9% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.0% slower
     //   tokens=256,heads=16,head_size=128: 2.37 us (S 3.08 us, 1.30x), spread 0.1%, band 1.0% (retest), 31.6% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.0% slower
     //   tokens=512,heads=16,head_size=128: 3.17 us (S 3.85 us, 1.22x), spread 0.8%, band 1.0% (retest), 47.4% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 6.3% slower
+    //   tokens=32,heads=28,head_size=128: 1.70 us (S 2.56 us, 1.50x), spread 0.7%, band 1.0% (retest), 9.7% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.0% slower
+    //   tokens=64,heads=28,head_size=128: 1.88 us (S 2.71 us, 1.44x), spread 0.6%, band 1.1% (retest), 17.5% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.5% slower
+    //   tokens=256,heads=28,head_size=128: 3.10 us (S 3.73 us, 1.21x), spread 0.3%, band 1.0% (retest), 42.7% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 2.4% slower
+    //   tokens=512,heads=28,head_size=128: 4.38 us (S 5.01 us, 1.14x), spread 0.1%, band 1.0% (retest), 60.3% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.8% slower
     //   tokens=32,heads=64,head_size=128: 1.92 us (S 2.70 us, 1.41x), spread 0.3%, band 1.0% (retest), 19.6% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.1% slower
     //   tokens=64,heads=64,head_size=128: 2.37 us (S 3.06 us, 1.29x), spread 0.3%, band 1.0% (retest), 31.7% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.1% slower
     //   tokens=256,heads=64,head_size=128: 4.71 us (S 5.35 us, 1.13x), spread 0.6%, band 1.0% (retest), 63.7% of copy; the tree rule's tpb_256.vb_16.ppt_1.pg_0.pdl_1 here, 0.9% slower
@@ -302,6 +332,9 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=1024,heads=16,head_size=128: 4.72 us (S 5.36 us, 1.14x), spread 0.2%, band 1.0% (retest), 63.6% of copy
     //   tokens=2048,heads=16,head_size=128: 7.67 us (S 8.62 us, 1.12x), spread 0.3%, band 1.0% (retest), 78.3% of copy
     //   tokens=8192,heads=16,head_size=128: 25.4 us (S 26.3 us, 1.03x), spread 0.1%, band 1.0% (retest), 94.5% of copy
+    //   tokens=1024,heads=28,head_size=128: 7.03 us (S 7.84 us, 1.12x), spread 0.3%, band 1.0% (retest), 75.2% of copy
+    //   tokens=2048,heads=28,head_size=128: 12.3 us (S 13.2 us, 1.07x), spread 0.3%, band 1.0% (retest), 85.9% of copy
+    //   tokens=8192,heads=28,head_size=128: 43.9 us (S 44.1 us, 1.00x), spread 0.1%, band 1.0% (retest), 96.2% of copy
     //   tokens=1024,heads=64,head_size=128: 13.6 us (S 14.6 us, 1.08x), spread 0.2%, band 1.0% (retest), 88.5% of copy
     //   tokens=2048,heads=64,head_size=128: 25.4 us (S 26.3 us, 1.04x), spread 0.3%, band 1.0% (retest), 94.6% of copy
     //   tokens=8192,heads=64,head_size=128: 96.8 us (S 96.9 us, 1.00x), spread 0.1%, band 1.0% (retest), 99.3% of copy

@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/silu_and_mul.json (0x80c675f4fd6b8771): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on shapes left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/silu_and_mul.json (0x0fd7ade817b3c266): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/silu_and_mul.json (0x1419707f16a5306b): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
 //     cells between its measured shapes: the tree rule, the least regret on shapes left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -157,17 +157,28 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=1024,d=14336: 42.2 us (S 43.7 us, 1.04x), spread 0.1%, band 1.0% (retest), 98.1% of copy
     //   tokens=2048,d=14336: 82.2 us (S 84.2 us, 1.02x), spread 0.2%, band 1.0% (retest), 100.7% of copy
     //   tokens=8192,d=14336: 323 us (S 326 us, 1.01x), spread 0.1%, band 1.0% (retest), 102.4% of copy
+    //   tokens=1,d=18944: 1.42 us (S 4.81 us, 3.39x), spread 0.7%, band 1.0% (retest), 3.8% of copy
+    //   tokens=2,d=18944: 1.43 us (S 4.92 us, 3.44x), spread 0.3%, band 1.0% (retest), 7.5% of copy
+    //   tokens=8,d=18944: 1.78 us (S 5.14 us, 2.89x), spread 0.6%, band 1.0% (retest), 24.2% of copy
+    //   tokens=16,d=18944: 2.29 us (S 5.37 us, 2.35x), spread 0.5%, band 1.0% (retest), 37.6% of copy
+    //   tokens=32,d=18944: 3.22 us (S 5.82 us, 1.81x), spread 0.3%, band 1.0% (retest), 53.5% of copy
+    //   tokens=64,d=18944: 5.00 us (S 6.83 us, 1.37x), spread 0.6%, band 1.0% (retest), 68.8% of copy
+    //   tokens=256,d=18944: 15.0 us (S 16.3 us, 1.09x), spread 0.7%, band 1.0% (retest), 91.8% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 1.1% slower
+    //   tokens=512,d=18944: 28.2 us (S 30.0 us, 1.06x), spread 0.2%, band 1.0% (retest), 97.5% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.7% slower
+    //   tokens=1024,d=18944: 54.9 us (S 57.2 us, 1.04x), spread 0.1%, band 1.0% (retest), 100.2% of copy
+    //   tokens=2048,d=18944: 108 us (S 111 us, 1.03x), spread 0.3%, band 1.0% (retest), 102.1% of copy
+    //   tokens=8192,d=18944: 424 us (S 431 us, 1.02x), spread 0.1%, band 1.0% (retest), 103.8% of copy
     //   tokens=1,d=28672: 1.38 us (S 5.76 us, 4.16x), spread 1.2%, band 1.2% (retest), 5.8% of copy
     //   tokens=2,d=28672: 1.47 us (S 5.87 us, 3.99x), spread 0.9%, band 1.0% (retest), 11.0% of copy
     //   tokens=8,d=28672: 2.06 us (S 6.15 us, 2.98x), spread 0.3%, band 1.0% (retest), 31.3% of copy
     //   tokens=16,d=28672: 2.76 us (S 6.42 us, 2.33x), spread 0.5%, band 1.0% (retest), 46.9% of copy
     //   tokens=32,d=28672: 4.14 us (S 7.00 us, 1.69x), spread 0.3%, band 1.0% (retest), 62.5% of copy
     //   tokens=64,d=28672: 6.65 us (S 8.66 us, 1.30x), spread 0.3%, band 1.0% (retest), 77.8% of copy
-    //   tokens=256,d=28672: 21.8 us (S 23.5 us, 1.08x), spread 0.2%, band 1.0% (retest), 94.8% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 1.1% slower
-    //   tokens=512,d=28672: 41.9 us (S 44.2 us, 1.05x), spread 0.1%, band 1.0% (retest), 98.7% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.7% slower
-    //   tokens=1024,d=28672: 81.9 us (S 85.5 us, 1.04x), spread 0.1%, band 1.0% (retest), 101.0% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.6% slower
-    //   tokens=2048,d=28672: 163 us (S 168 us, 1.03x), spread 0.2%, band 1.0% (retest), 101.7% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.4% slower
-    //   tokens=8192,d=28672: 641 us (S 660 us, 1.03x), spread 1.8%, band 1.0% (retest), 103.2% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.6% slower
+    //   tokens=256,d=28672: 21.8 us (S 23.5 us, 1.08x), spread 0.1%, band 1.0% (retest), 94.8% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 1.1% slower
+    //   tokens=512,d=28672: 42.2 us (S 44.2 us, 1.05x), spread 0.3%, band 1.0% (retest), 98.1% of copy
+    //   tokens=1024,d=28672: 82.3 us (S 85.5 us, 1.04x), spread 0.3%, band 1.0% (retest), 100.5% of copy
+    //   tokens=2048,d=28672: 163 us (S 168 us, 1.03x), spread 0.2%, band 1.0% (retest), 101.5% of copy
+    //   tokens=8192,d=28672: 643 us (S 660 us, 1.03x), spread 0.1%, band 1.0% (retest), 102.9% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 887, INT64_MAX, 0, V0::id},
     // NVIDIA H200 (sm_90), fp16
     //   tokens=1,d=384: 1.04 us (S 1.69 us, 1.62x), spread 0.8%, band 1.0% (retest), 0.1% of copy
@@ -228,6 +239,17 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=1024,d=14336: 22.0 us (S 31.2 us, 1.42x), spread 0.3%, band 1.0% (retest), 93.9% of copy
     //   tokens=2048,d=14336: 42.1 us (S 58.9 us, 1.40x), spread 0.0%, band 1.0% (retest), 98.2% of copy
     //   tokens=8192,d=14336: 163 us (S 217 us, 1.34x), spread 0.3%, band 1.0% (retest), 101.6% of copy
+    //   tokens=1,d=18944: 1.45 us (S 4.01 us, 2.77x), spread 1.4%, band 1.4% (retest), 1.9% of copy
+    //   tokens=2,d=18944: 1.47 us (S 4.09 us, 2.78x), spread 0.8%, band 1.0% (retest), 3.6% of copy
+    //   tokens=8,d=18944: 1.60 us (S 4.24 us, 2.65x), spread 0.3%, band 1.0% (retest), 13.4% of copy
+    //   tokens=16,d=18944: 1.84 us (S 4.35 us, 2.36x), spread 1.9%, band 1.9% (retest), 23.3% of copy
+    //   tokens=32,d=18944: 2.38 us (S 4.56 us, 1.92x), spread 0.4%, band 1.0% (retest), 36.2% of copy
+    //   tokens=64,d=18944: 3.29 us (S 4.96 us, 1.51x), spread 0.5%, band 1.0% (retest), 52.3% of copy
+    //   tokens=256,d=18944: 8.32 us (S 10.7 us, 1.28x), spread 0.3%, band 1.0% (retest), 82.6% of copy
+    //   tokens=512,d=18944: 15.1 us (S 19.3 us, 1.27x), spread 0.5%, band 1.0% (retest), 91.0% of copy
+    //   tokens=1024,d=18944: 28.4 us (S 36.3 us, 1.28x), spread 0.1%, band 1.0% (retest), 97.0% of copy
+    //   tokens=2048,d=18944: 54.9 us (S 70.0 us, 1.27x), spread 0.3%, band 1.0% (retest), 100.3% of copy
+    //   tokens=8192,d=18944: 213 us (S 269 us, 1.26x), spread 0.3%, band 1.0% (retest), 103.1% of copy
     //   tokens=1,d=28672: 1.43 us (S 4.87 us, 3.40x), spread 0.6%, band 1.0% (retest), 2.8% of copy
     //   tokens=2,d=28672: 1.44 us (S 4.95 us, 3.44x), spread 0.0%, band 1.0% (retest), 5.6% of copy
     //   tokens=8,d=28672: 1.70 us (S 5.15 us, 3.03x), spread 0.0%, band 1.0% (retest), 19.1% of copy
@@ -299,6 +321,17 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=1024,d=14336: 22.0 us (S 31.0 us, 1.41x), spread 0.3%, band 1.0% (retest), 94.0% of copy
     //   tokens=2048,d=14336: 42.1 us (S 59.0 us, 1.40x), spread 0.2%, band 1.0% (retest), 98.3% of copy
     //   tokens=8192,d=14336: 163 us (S 219 us, 1.35x), spread 0.2%, band 1.0% (retest), 101.5% of copy
+    //   tokens=1,d=18944: 1.44 us (S 4.08 us, 2.84x), spread 0.5%, band 1.0% (retest), 1.9% of copy
+    //   tokens=2,d=18944: 1.47 us (S 4.16 us, 2.83x), spread 1.1%, band 1.1% (retest), 3.7% of copy
+    //   tokens=8,d=18944: 1.60 us (S 4.31 us, 2.70x), spread 0.3%, band 1.0% (retest), 13.4% of copy
+    //   tokens=16,d=18944: 1.85 us (S 4.39 us, 2.38x), spread 0.4%, band 1.0% (retest), 23.2% of copy
+    //   tokens=32,d=18944: 2.38 us (S 4.60 us, 1.94x), spread 0.3%, band 1.0% (retest), 36.1% of copy
+    //   tokens=64,d=18944: 3.29 us (S 4.97 us, 1.51x), spread 0.0%, band 1.0% (retest), 52.2% of copy
+    //   tokens=256,d=18944: 8.33 us (S 10.6 us, 1.28x), spread 0.3%, band 1.0% (retest), 82.6% of copy
+    //   tokens=512,d=18944: 15.1 us (S 19.2 us, 1.27x), spread 0.6%, band 1.0% (retest), 91.1% of copy
+    //   tokens=1024,d=18944: 28.4 us (S 36.3 us, 1.28x), spread 0.2%, band 1.0% (retest), 96.9% of copy
+    //   tokens=2048,d=18944: 54.9 us (S 70.0 us, 1.28x), spread 0.3%, band 1.0% (retest), 100.3% of copy
+    //   tokens=8192,d=18944: 214 us (S 269 us, 1.26x), spread 0.2%, band 1.0% (retest), 103.1% of copy
     //   tokens=1,d=28672: 1.42 us (S 4.99 us, 3.51x), spread 0.5%, band 1.0% (retest), 2.8% of copy
     //   tokens=2,d=28672: 1.44 us (S 5.08 us, 3.54x), spread 0.1%, band 1.0% (retest), 5.6% of copy
     //   tokens=8,d=28672: 1.69 us (S 5.26 us, 3.11x), spread 0.5%, band 1.0% (retest), 19.1% of copy
