@@ -98,7 +98,11 @@ inline bool same_attribute(int k, const cudaLaunchAttributeValue& a, const cudaL
       return x.base_ptr == y.base_ptr && x.num_bytes == y.num_bytes && x.hitRatio == y.hitRatio && x.hitProp == y.hitProp &&
              x.missProp == y.missProp;
     }
-    case cudaLaunchAttributeSynchronizationPolicy: return a.syncPolicy == b.syncPolicy;
+    case cudaLaunchAttributeSynchronizationPolicy: {
+      // A stream that never had one reads 0, which is no policy the runtime takes: it means the default, Auto.
+      auto policy = [](cudaSynchronizationPolicy p) { return p == 0 ? cudaSyncPolicyAuto : p; };
+      return policy(a.syncPolicy) == policy(b.syncPolicy);
+    }
     case cudaLaunchAttributePriority: return a.priority == b.priority;
     case cudaLaunchAttributeMemSyncDomainMap:
       return a.memSyncDomainMap.default_ == b.memSyncDomainMap.default_ && a.memSyncDomainMap.remote == b.memSyncDomainMap.remote;
@@ -285,6 +289,10 @@ inline Status restore_caller_state(cudaStream_t stream, const CallerState& want,
   for (int k = 0; k < CallerState::stream_attributes; ++k)
     if (q.stream_attribute[k] && !detail::same_attribute(k, now.stream_attribute[k], want.stream_attribute[k])) {
       cudaLaunchAttributeValue v = want.stream_attribute[k];
+      // A never-set synchronisation policy reads 0, which cudaStreamSetAttribute refuses (seen on an H200): its
+      // meaning, the default, is Auto.
+      if (CallerState::stream_attribute_ids[k] == cudaLaunchAttributeSynchronizationPolicy && v.syncPolicy == 0)
+        v.syncPolicy = cudaSyncPolicyAuto;
       KTUNE_CUDA_TRY(cudaStreamSetAttribute(stream, CallerState::stream_attribute_ids[k], &v));
       persisting |= CallerState::stream_attribute_ids[k] == cudaLaunchAttributeAccessPolicyWindow;
     }

@@ -84,9 +84,11 @@ struct ChainCopies {
 /// release to *released_at (calibration).
 template <int = 0>
 __global__ void chain_producer_kernel(ChainCopies copies, std::uint64_t delay_ns, unsigned long long* released_at) {
+  // Every thread releases, as the shipped kernels do: a block whose thread 0 alone had released did not let a
+  // dependent start before it exited on an H200 (the calibration saw no early start in a whole tune).
+  chain_release();
   if (threadIdx.x == 0) {
     const std::uint64_t start = global_timer_ns();
-    chain_release();
     if (released_at && blockIdx.x == 0) *released_at = start;
     while (global_timer_ns() - start < delay_ns) {
     }

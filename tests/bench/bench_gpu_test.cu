@@ -265,6 +265,7 @@ TEST(DerivedOpsGpu, EveryVariantAgreesWithSOnTheEdgeShapes) {
       dims[name] = spec.at("edge_dims").contains(name) ? spec.at("edge_dims").at(name) : nlohmann::ordered_json::array({values.at(0)});
     spec["dims"] = dims;
     spec.erase("edge_dims");
+    spec.erase("held_out");  // values of the spec's own shapes (issue 42), not of the edge shapes
     fs::create_directories(dir / "kernels" / b.op);
     std::ofstream(dir / "kernels" / b.op / "spec.json") << spec.dump(2);
     const fs::path out = dir / (b.op + ".gate.json");

@@ -504,7 +504,7 @@ tool=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --tool) tool="$2"; shift 2 ;;
-    --error-exitcode|--print-limit|--padding) shift 2 ;;
+    --error-exitcode|--print-limit|--padding|--report-api-errors) shift 2 ;;
     *) break ;;
   esac
 done
@@ -596,7 +596,7 @@ TEST(JudgeFamily, AnHonestFamilyPassesEveryStepAndEveryRunIsMade) {
   // One sanitizer process per tool, every installable variant at both shapes, separate allocations.
   for (const char* tool : {"memcheck", "racecheck", "initcheck"}) EXPECT_EQ(s.count("--tool " + std::string(tool)), 1u) << tool;
   // memcheck pads every allocation: a read past one tensor must not land in the next.
-  EXPECT_EQ(s.count("--tool memcheck --error-exitcode 86 --print-limit 20 --padding 4096 "), 1u) << calls;
+  EXPECT_EQ(s.count("--tool memcheck --error-exitcode 86 --print-limit 20 --report-api-errors no --padding 4096 "), 1u) << calls;
   // Each logged twice: by the sanitizer and by the bench it runs.
   EXPECT_EQ(s.count("\nbench --kernels " + (s.dir / "round/judge/sanitize").string() + " "), 3u) << calls;
   EXPECT_EQ(s.count("--separate-allocations"), 2 * 3u);

@@ -6,7 +6,8 @@
 #include <limits>
 #include <set>
 
-#include "tables.hpp"  // bucket_upper_bounds: the cells' bounds are the tables' geometric midpoints
+#include "stability.hpp"  // nearest_rank
+#include "tables.hpp"     // bucket_upper_bounds: the cells' bounds are the tables' geometric midpoints
 
 namespace ktune::tool {
 
@@ -41,13 +42,6 @@ std::vector<std::int64_t> cell_bounds(const std::vector<std::int64_t>& values) {
 }
 
 double log2d(std::int64_t v) { return std::log2(static_cast<double>(v)); }
-
-std::optional<double> nearest_rank(std::vector<double> v, double q) {
-  if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return v[std::min(v.size(), std::max<std::size_t>(rank, 1)) - 1];
-}
 
 }  // namespace
 
