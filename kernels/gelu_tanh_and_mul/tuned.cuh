@@ -3,7 +3,7 @@
 //   nvidia-h100-80gb-hbm3/gelu_tanh_and_mul.json (0xed144b6c423916ae): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on shapes left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 //   nvidia-h200/gelu_tanh_and_mul.json (0x0665411d1448fd94): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
-//     cells between its measured shapes: the tree rule, the least regret on shapes left out of selection (docs/shapes.md; its reports' "Dispatch" section)
+//     cells between its measured shapes: the nearest rule, the least regret on shapes left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
 // buckets with the same winner are merged; within a shape's noise band the winner prefers variants that
@@ -34,11 +34,15 @@ struct V4 { static constexpr char id[] = "tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_
 struct V5 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
 struct V6 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp32, sm_90
 struct V7 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
-struct V8 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
-struct V9 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
-struct V10 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
-struct V11 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
-struct V12 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V8 { static constexpr char id[] = "tpb_512.vb_16.vpt_4.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
+struct V9 { static constexpr char id[] = "tpb_512.vb_4.vpt_4.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
+struct V10 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
+struct V11 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
+struct V12 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
+struct V13 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V14 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V15 { static constexpr char id[] = "tpb_512.vb_16.vpt_2.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V16 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
 
 inline constexpr ktune::TunedEntry entries[] = {
     // NVIDIA H100 80GB HBM3 (sm_90), fp32
@@ -130,7 +134,15 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=16,d=4608: 1.51 us (S 2.81 us, 1.86x), spread 0.3%, band 1.0% (retest), 13.8% of copy
     //   tokens=32,d=4608: 1.72 us (S 3.00 us, 1.75x), spread 0.4%, band 1.0% (retest), 24.2% of copy
     //   tokens=64,d=4608: 2.22 us (S 3.41 us, 1.53x), spread 0.1%, band 1.0% (retest), 37.4% of copy
-    //   tokens=256,d=4608: 4.82 us (S 5.82 us, 1.21x), spread 0.7%, band 1.0% (retest), 69.0% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 1.7% slower
+    {90, "NVIDIA H200", ktune::DType::f32, 128, 2305, 6516, 0, V0::id},
+    //   tokens=256,d=4608: 4.82 us (S 5.82 us, 1.21x), spread 0.7%, band 1.0% (retest), 69.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 362, 2305, 6516, 8, V8::id},
+    //   tokens=512,d=4608: 8.14 us (S 9.59 us, 1.18x), spread 0.1%, band 1.0% (retest), 81.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 724, 2305, 6516, 0, V0::id},
+    //   tokens=1024,d=4608: 14.6 us (S 16.6 us, 1.14x), spread 0.5%, band 1.0% (retest), 91.1% of copy
+    //   tokens=2048,d=4608: 27.6 us (S 29.9 us, 1.09x), spread 0.2%, band 1.0% (retest), 96.4% of copy
+    //   tokens=8192,d=4608: 105 us (S 109 us, 1.04x), spread 0.1%, band 1.0% (retest), 101.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 2305, 6516, 8, V8::id},
     //   tokens=1,d=9216: 1.31 us (S 3.19 us, 2.43x), spread 0.1%, band 1.0% (retest), 2.0% of copy
     //   tokens=2,d=9216: 1.36 us (S 3.29 us, 2.41x), spread 0.7%, band 1.0% (retest), 3.8% of copy
     //   tokens=8,d=9216: 1.51 us (S 3.43 us, 2.27x), spread 0.5%, band 1.0% (retest), 13.7% of copy
@@ -138,32 +150,32 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=32,d=9216: 2.23 us (S 3.88 us, 1.74x), spread 0.2%, band 1.0% (retest), 37.4% of copy
     //   tokens=64,d=9216: 3.13 us (S 4.42 us, 1.41x), spread 0.3%, band 1.0% (retest), 53.2% of copy
     //   tokens=256,d=9216: 8.13 us (S 9.08 us, 1.12x), spread 0.3%, band 1.0% (retest), 81.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 362, 6517, 13033, 0, V0::id},
+    //   tokens=512,d=9216: 14.6 us (S 16.0 us, 1.10x), spread 1.1%, band 1.1% (retest), 91.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 724, 6517, 13033, 9, V9::id},
+    //   tokens=1024,d=9216: 27.7 us (S 29.2 us, 1.05x), spread 0.2%, band 1.0% (retest), 95.9% of copy
+    //   tokens=2048,d=9216: 53.7 us (S 55.2 us, 1.03x), spread 0.3%, band 1.0% (retest), 99.1% of copy
+    //   tokens=8192,d=9216: 209 us (S 210 us, 1.01x), spread 0.2%, band 1.0% (retest), 102.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 6517, 13033, 0, V0::id},
     //   tokens=1,d=18432: 1.36 us (S 4.47 us, 3.30x), spread 0.9%, band 1.0% (retest), 3.8% of copy
     //   tokens=2,d=18432: 1.38 us (S 4.56 us, 3.31x), spread 0.4%, band 1.0% (retest), 7.5% of copy
     //   tokens=8,d=18432: 1.71 us (S 4.81 us, 2.80x), spread 0.5%, band 1.0% (retest), 24.2% of copy
     //   tokens=16,d=18432: 2.22 us (S 5.05 us, 2.28x), spread 0.9%, band 1.0% (retest), 37.4% of copy
     //   tokens=32,d=18432: 3.12 us (S 5.49 us, 1.76x), spread 0.5%, band 1.0% (retest), 53.3% of copy
     //   tokens=64,d=18432: 4.89 us (S 6.55 us, 1.34x), spread 0.5%, band 1.0% (retest), 67.9% of copy
-    //   tokens=256,d=18432: 14.6 us (S 15.9 us, 1.09x), spread 0.4%, band 1.0% (retest), 91.3% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 1.7% slower
-    {90, "NVIDIA H200", ktune::DType::f32, 362, 2305, INT64_MAX, 0, V0::id},
-    //   tokens=512,d=4608: 8.14 us (S 9.59 us, 1.18x), spread 0.1%, band 1.0% (retest), 81.7% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.6% slower
-    //   tokens=1024,d=4608: 14.6 us (S 16.6 us, 1.14x), spread 0.5%, band 1.0% (retest), 91.1% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.2% slower
-    //   tokens=2048,d=4608: 27.6 us (S 29.9 us, 1.09x), spread 0.2%, band 1.0% (retest), 96.4% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.0% slower
-    //   tokens=8192,d=4608: 105 us (S 109 us, 1.04x), spread 0.1%, band 1.0% (retest), 101.2% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.0% slower
-    //   tokens=512,d=9216: 14.6 us (S 16.0 us, 1.10x), spread 1.1%, band 1.1% (retest), 91.3% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.2% slower
-    //   tokens=1024,d=9216: 27.7 us (S 29.2 us, 1.05x), spread 0.2%, band 1.0% (retest), 95.9% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.0% slower
-    //   tokens=2048,d=9216: 53.7 us (S 55.2 us, 1.03x), spread 0.3%, band 1.0% (retest), 99.1% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.0% slower
-    //   tokens=8192,d=9216: 209 us (S 210 us, 1.01x), spread 0.2%, band 1.0% (retest), 102.0% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.0% slower
-    //   tokens=512,d=18432: 27.5 us (S 29.2 us, 1.06x), spread 0.1%, band 1.0% (retest), 96.7% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.0% slower
-    //   tokens=1024,d=18432: 53.5 us (S 55.6 us, 1.04x), spread 0.2%, band 1.0% (retest), 99.5% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.0% slower
-    //   tokens=2048,d=18432: 105 us (S 108 us, 1.03x), spread 0.1%, band 1.0% (retest), 101.4% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.0% slower
-    //   tokens=8192,d=18432: 414 us (S 421 us, 1.02x), spread 0.2%, band 1.0% (retest), 102.7% of copy; the tree rule's tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.0% slower
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 2305, INT64_MAX, 8, V8::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 128, 13034, INT64_MAX, 0, V0::id},
+    //   tokens=256,d=18432: 14.6 us (S 15.9 us, 1.09x), spread 0.4%, band 1.0% (retest), 91.3% of copy
+    //   tokens=512,d=18432: 27.5 us (S 29.2 us, 1.06x), spread 0.1%, band 1.0% (retest), 96.7% of copy
+    //   tokens=1024,d=18432: 53.5 us (S 55.6 us, 1.04x), spread 0.2%, band 1.0% (retest), 99.5% of copy
+    //   tokens=2048,d=18432: 105 us (S 108 us, 1.03x), spread 0.1%, band 1.0% (retest), 101.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 4096, 13034, INT64_MAX, 9, V9::id},
+    //   tokens=8192,d=18432: 414 us (S 421 us, 1.02x), spread 0.2%, band 1.0% (retest), 102.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 13034, INT64_MAX, 0, V0::id},
     // NVIDIA H200 (sm_90), fp16
     //   tokens=1,d=1152: 1.11 us (S 1.74 us, 1.58x), spread 1.0%, band 1.0% (retest), 0.1% of copy
     //   tokens=2,d=1152: 1.14 us (S 1.83 us, 1.60x), spread 1.0%, band 1.0% (retest), 0.3% of copy
     //   tokens=8,d=1152: 1.21 us (S 1.85 us, 1.53x), spread 0.9%, band 1.0% (retest), 1.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 11, 0, 2304, 9, V9::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 11, 0, 2304, 10, V10::id},
     //   tokens=16,d=1152: 1.26 us (S 1.87 us, 1.49x), spread 0.7%, band 1.0% (retest), 2.1% of copy
     //   tokens=32,d=1152: 1.32 us (S 1.93 us, 1.46x), spread 1.4%, band 1.4% (retest), 3.9% of copy
     //   tokens=64,d=1152: 1.34 us (S 1.98 us, 1.48x), spread 1.3%, band 1.3% (retest), 7.8% of copy
@@ -172,18 +184,22 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=1024,d=1152: 3.02 us (S 3.74 us, 1.24x), spread 0.9%, band 1.0% (retest), 55.1% of copy
     //   tokens=2048,d=1152: 4.69 us (S 5.38 us, 1.15x), spread 0.4%, band 1.0% (retest), 70.8% of copy
     //   tokens=8192,d=1152: 14.5 us (S 15.1 us, 1.04x), spread 0.3%, band 1.0% (retest), 91.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 2304, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 2304, 11, V11::id},
     //   tokens=1,d=4608: 1.28 us (S 1.96 us, 1.53x), spread 0.7%, band 1.0% (retest), 0.5% of copy
     //   tokens=2,d=4608: 1.30 us (S 1.97 us, 1.51x), spread 0.7%, band 1.0% (retest), 1.0% of copy
     //   tokens=8,d=4608: 1.41 us (S 2.03 us, 1.44x), spread 0.2%, band 1.0% (retest), 3.7% of copy
     //   tokens=16,d=4608: 1.42 us (S 2.07 us, 1.46x), spread 0.1%, band 1.0% (retest), 7.3% of copy
     //   tokens=32,d=4608: 1.55 us (S 2.17 us, 1.40x), spread 0.4%, band 1.0% (retest), 13.4% of copy
-    //   tokens=64,d=4608: 1.71 us (S 2.35 us, 1.37x), spread 0.4%, band 1.0% (retest), 24.2% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 2.8% slower
-    //   tokens=256,d=4608: 3.03 us (S 3.74 us, 1.23x), spread 0.2%, band 1.0% (retest), 54.8% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 4.9% slower
+    {90, "NVIDIA H200", ktune::DType::f16, 45, 2305, 6516, 2, V2::id},
+    //   tokens=64,d=4608: 1.71 us (S 2.35 us, 1.37x), spread 0.4%, band 1.0% (retest), 24.2% of copy
+    //   tokens=256,d=4608: 3.03 us (S 3.74 us, 1.23x), spread 0.2%, band 1.0% (retest), 54.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 362, 2305, 6516, 3, V3::id},
     //   tokens=512,d=4608: 4.86 us (S 5.51 us, 1.13x), spread 0.3%, band 1.0% (retest), 68.4% of copy
     //   tokens=1024,d=4608: 8.10 us (S 9.05 us, 1.12x), spread 0.3%, band 1.0% (retest), 82.1% of copy
-    //   tokens=2048,d=4608: 14.6 us (S 16.0 us, 1.09x), spread 0.3%, band 1.0% (retest), 90.8% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 1.1% slower
-    //   tokens=8192,d=4608: 53.4 us (S 58.6 us, 1.10x), spread 0.4%, band 1.0% (retest), 99.6% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.6% slower
+    {90, "NVIDIA H200", ktune::DType::f16, 1448, 2305, 6516, 2, V2::id},
+    //   tokens=2048,d=4608: 14.6 us (S 16.0 us, 1.09x), spread 0.3%, band 1.0% (retest), 90.8% of copy
+    //   tokens=8192,d=4608: 53.4 us (S 58.6 us, 1.10x), spread 0.4%, band 1.0% (retest), 99.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 2305, 6516, 12, V12::id},
     //   tokens=1,d=9216: 1.31 us (S 2.80 us, 2.14x), spread 0.9%, band 1.0% (retest), 1.0% of copy
     //   tokens=2,d=9216: 1.35 us (S 2.85 us, 2.11x), spread 0.7%, band 1.0% (retest), 1.9% of copy
     //   tokens=8,d=9216: 1.41 us (S 2.97 us, 2.10x), spread 0.6%, band 1.0% (retest), 7.4% of copy
@@ -192,9 +208,12 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=64,d=9216: 2.25 us (S 3.56 us, 1.58x), spread 0.2%, band 1.0% (retest), 36.9% of copy
     //   tokens=256,d=9216: 4.87 us (S 6.92 us, 1.42x), spread 0.9%, band 1.0% (retest), 68.3% of copy
     //   tokens=512,d=9216: 8.11 us (S 11.7 us, 1.44x), spread 0.2%, band 1.0% (retest), 82.0% of copy
-    //   tokens=1024,d=9216: 14.6 us (S 21.0 us, 1.44x), spread 0.4%, band 1.0% (retest), 90.9% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 1.0% slower
-    //   tokens=2048,d=9216: 27.6 us (S 39.2 us, 1.42x), spread 0.3%, band 1.0% (retest), 96.5% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.7% slower
+    {90, "NVIDIA H200", ktune::DType::f16, 724, 6517, 13033, 2, V2::id},
+    //   tokens=1024,d=9216: 14.6 us (S 21.0 us, 1.44x), spread 0.4%, band 1.0% (retest), 90.9% of copy
+    //   tokens=2048,d=9216: 27.6 us (S 39.2 us, 1.42x), spread 0.3%, band 1.0% (retest), 96.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 4096, 6517, 13033, 12, V12::id},
     //   tokens=8192,d=9216: 105 us (S 152 us, 1.44x), spread 0.2%, band 1.0% (retest), 101.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 6517, 13033, 2, V2::id},
     //   tokens=1,d=18432: 1.35 us (S 3.68 us, 2.72x), spread 1.2%, band 1.2% (retest), 1.9% of copy
     //   tokens=2,d=18432: 1.40 us (S 3.79 us, 2.70x), spread 0.5%, band 1.0% (retest), 3.7% of copy
     //   tokens=8,d=18432: 1.55 us (S 3.89 us, 2.52x), spread 0.3%, band 1.0% (retest), 13.4% of copy
@@ -206,32 +225,37 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=1024,d=18432: 27.7 us (S 34.5 us, 1.24x), spread 0.5%, band 1.0% (retest), 96.0% of copy
     //   tokens=2048,d=18432: 53.7 us (S 66.6 us, 1.24x), spread 0.4%, band 1.0% (retest), 99.1% of copy
     //   tokens=8192,d=18432: 209 us (S 261 us, 1.25x), spread 0.2%, band 1.0% (retest), 101.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 2305, INT64_MAX, 2, V2::id},
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 13034, INT64_MAX, 2, V2::id},
     // NVIDIA H200 (sm_90), bf16
     //   tokens=1,d=1152: 1.09 us (S 1.75 us, 1.60x), spread 2.2%, band 2.2% (retest), 0.1% of copy
     //   tokens=2,d=1152: 1.14 us (S 1.83 us, 1.60x), spread 0.9%, band 1.0% (retest), 0.3% of copy
     //   tokens=8,d=1152: 1.21 us (S 1.87 us, 1.54x), spread 0.6%, band 1.0% (retest), 1.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 11, 0, 2304, 11, V11::id},
-    //   tokens=16,d=1152: 1.26 us (S 1.86 us, 1.47x), spread 1.5%, band 1.3% (retest), 2.1% of copy; the tree rule's tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1 here, 0.0% slower
-    //   tokens=32,d=1152: 1.32 us (S 1.93 us, 1.46x), spread 1.3%, band 1.5% (retest), 3.9% of copy; the tree rule's tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1 here, 0.0% slower
-    //   tokens=64,d=1152: 1.33 us (S 1.99 us, 1.49x), spread 0.9%, band 1.0% (retest), 7.8% of copy; the tree rule's tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1 here, 0.0% slower
-    //   tokens=256,d=1152: 1.64 us (S 2.36 us, 1.44x), spread 0.4%, band 1.0% (retest), 25.4% of copy; the tree rule's tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1 here, 0.0% slower
+    //   tokens=16,d=1152: 1.26 us (S 1.86 us, 1.47x), spread 1.5%, band 1.3% (retest), 2.1% of copy
+    //   tokens=32,d=1152: 1.32 us (S 1.93 us, 1.46x), spread 1.3%, band 1.5% (retest), 3.9% of copy
+    //   tokens=64,d=1152: 1.33 us (S 1.99 us, 1.49x), spread 0.9%, band 1.0% (retest), 7.8% of copy
+    //   tokens=256,d=1152: 1.64 us (S 2.36 us, 1.44x), spread 0.4%, band 1.0% (retest), 25.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 362, 0, 2304, 13, V13::id},
     //   tokens=512,d=1152: 2.12 us (S 2.85 us, 1.34x), spread 0.6%, band 1.0% (retest), 39.2% of copy
     //   tokens=1024,d=1152: 3.01 us (S 3.74 us, 1.24x), spread 0.3%, band 1.0% (retest), 55.3% of copy
     //   tokens=2048,d=1152: 4.69 us (S 5.37 us, 1.15x), spread 0.4%, band 1.0% (retest), 70.9% of copy
     //   tokens=8192,d=1152: 14.5 us (S 15.2 us, 1.05x), spread 0.1%, band 1.0% (retest), 91.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 2304, 12, V12::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 2304, 14, V14::id},
     //   tokens=1,d=4608: 1.27 us (S 1.98 us, 1.55x), spread 0.8%, band 1.0% (retest), 0.5% of copy
     //   tokens=2,d=4608: 1.30 us (S 1.99 us, 1.53x), spread 0.8%, band 1.0% (retest), 1.0% of copy
     //   tokens=8,d=4608: 1.41 us (S 2.03 us, 1.44x), spread 0.8%, band 1.0% (retest), 3.7% of copy
     //   tokens=16,d=4608: 1.41 us (S 2.08 us, 1.48x), spread 0.6%, band 1.0% (retest), 7.4% of copy
     //   tokens=32,d=4608: 1.55 us (S 2.18 us, 1.41x), spread 0.8%, band 1.0% (retest), 13.4% of copy
-    //   tokens=64,d=4608: 1.71 us (S 2.36 us, 1.38x), spread 0.4%, band 1.0% (retest), 24.3% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 3.0% slower
-    //   tokens=256,d=4608: 3.03 us (S 3.73 us, 1.23x), spread 0.2%, band 1.0% (retest), 54.9% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 3.8% slower
+    {90, "NVIDIA H200", ktune::DType::bf16, 45, 2305, 6516, 4, V4::id},
+    //   tokens=64,d=4608: 1.71 us (S 2.36 us, 1.38x), spread 0.4%, band 1.0% (retest), 24.3% of copy
+    //   tokens=256,d=4608: 3.03 us (S 3.73 us, 1.23x), spread 0.2%, band 1.0% (retest), 54.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 362, 2305, 6516, 5, V5::id},
     //   tokens=512,d=4608: 4.86 us (S 5.52 us, 1.14x), spread 0.5%, band 1.0% (retest), 68.4% of copy
     //   tokens=1024,d=4608: 8.11 us (S 9.09 us, 1.12x), spread 0.5%, band 1.0% (retest), 82.0% of copy
-    //   tokens=2048,d=4608: 14.6 us (S 16.1 us, 1.11x), spread 0.4%, band 1.0% (retest), 91.3% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 1.4% slower
+    {90, "NVIDIA H200", ktune::DType::bf16, 1448, 2305, 6516, 4, V4::id},
+    //   tokens=2048,d=4608: 14.6 us (S 16.1 us, 1.11x), spread 0.4%, band 1.0% (retest), 91.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 4096, 2305, 6516, 15, V15::id},
     //   tokens=8192,d=4608: 53.7 us (S 58.1 us, 1.08x), spread 0.2%, band 1.0% (retest), 99.1% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 2305, 6516, 4, V4::id},
     //   tokens=1,d=9216: 1.30 us (S 2.89 us, 2.22x), spread 0.8%, band 1.0% (retest), 1.0% of copy
     //   tokens=2,d=9216: 1.35 us (S 2.90 us, 2.15x), spread 0.4%, band 1.0% (retest), 1.9% of copy
     //   tokens=8,d=9216: 1.41 us (S 3.03 us, 2.14x), spread 0.5%, band 1.0% (retest), 7.4% of copy
@@ -240,9 +264,12 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=64,d=9216: 2.25 us (S 3.60 us, 1.60x), spread 0.3%, band 1.0% (retest), 36.9% of copy
     //   tokens=256,d=9216: 4.86 us (S 6.95 us, 1.43x), spread 0.6%, band 1.0% (retest), 68.4% of copy
     //   tokens=512,d=9216: 8.10 us (S 11.8 us, 1.45x), spread 0.1%, band 1.0% (retest), 82.1% of copy
-    //   tokens=1024,d=9216: 14.6 us (S 21.1 us, 1.44x), spread 0.3%, band 1.0% (retest), 91.0% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 1.1% slower
-    //   tokens=2048,d=9216: 27.5 us (S 39.2 us, 1.42x), spread 0.1%, band 1.0% (retest), 96.6% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.6% slower
+    {90, "NVIDIA H200", ktune::DType::bf16, 724, 6517, 13033, 4, V4::id},
+    //   tokens=1024,d=9216: 14.6 us (S 21.1 us, 1.44x), spread 0.3%, band 1.0% (retest), 91.0% of copy
+    //   tokens=2048,d=9216: 27.5 us (S 39.2 us, 1.42x), spread 0.1%, band 1.0% (retest), 96.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 4096, 6517, 13033, 16, V16::id},
     //   tokens=8192,d=9216: 105 us (S 150 us, 1.42x), spread 0.1%, band 1.0% (retest), 101.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 6517, 13033, 4, V4::id},
     //   tokens=1,d=18432: 1.36 us (S 3.88 us, 2.85x), spread 0.9%, band 1.0% (retest), 1.9% of copy
     //   tokens=2,d=18432: 1.41 us (S 3.95 us, 2.81x), spread 0.3%, band 1.0% (retest), 3.7% of copy
     //   tokens=8,d=18432: 1.55 us (S 4.09 us, 2.64x), spread 0.6%, band 1.0% (retest), 13.4% of copy
@@ -250,11 +277,12 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=32,d=18432: 2.25 us (S 4.40 us, 1.96x), spread 0.3%, band 1.0% (retest), 37.0% of copy
     //   tokens=64,d=18432: 3.13 us (S 4.72 us, 1.51x), spread 0.5%, band 1.0% (retest), 53.0% of copy
     //   tokens=256,d=18432: 8.11 us (S 10.2 us, 1.26x), spread 0.4%, band 1.0% (retest), 82.0% of copy
-    //   tokens=512,d=18432: 14.6 us (S 18.4 us, 1.26x), spread 0.3%, band 1.0% (retest), 90.9% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 1.1% slower
-    //   tokens=1024,d=18432: 27.5 us (S 34.8 us, 1.26x), spread 0.2%, band 1.0% (retest), 96.6% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.5% slower
-    //   tokens=2048,d=18432: 53.5 us (S 67.3 us, 1.26x), spread 0.1%, band 1.0% (retest), 99.4% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.7% slower
-    //   tokens=8192,d=18432: 208 us (S 269 us, 1.29x), spread 0.1%, band 1.0% (retest), 102.1% of copy; the tree rule's tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1 here, 0.6% slower
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 2305, INT64_MAX, 4, V4::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 362, 13034, INT64_MAX, 4, V4::id},
+    //   tokens=512,d=18432: 14.6 us (S 18.4 us, 1.26x), spread 0.3%, band 1.0% (retest), 90.9% of copy
+    //   tokens=1024,d=18432: 27.5 us (S 34.8 us, 1.26x), spread 0.2%, band 1.0% (retest), 96.6% of copy
+    //   tokens=2048,d=18432: 53.5 us (S 67.3 us, 1.26x), spread 0.1%, band 1.0% (retest), 99.4% of copy
+    //   tokens=8192,d=18432: 208 us (S 269 us, 1.29x), spread 0.1%, band 1.0% (retest), 102.1% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 13034, INT64_MAX, 16, V16::id},
 };
 
 namespace detail {
@@ -316,10 +344,14 @@ ktune::Status with_variant(int variant, F&& f) {
     case 6: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V6, 90, 4>{}); break;
     case 7: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V7, 90, 4>{}); break;
     case 8: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V8, 90, 4>{}); break;
-    case 9: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V9, 90, 2>{}); break;
+    case 9: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V9, 90, 4>{}); break;
     case 10: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V10, 90, 2>{}); break;
-    case 11: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V11, 90, 2>{}); break;
-    case 12: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V12, 90, 2>{}); break;
+    case 11: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V11, 90, 2>{}); break;
+    case 12: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V12, 90, 2>{}); break;
+    case 13: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V13, 90, 2>{}); break;
+    case 14: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V14, 90, 2>{}); break;
+    case 15: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V15, 90, 2>{}); break;
+    case 16: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V16, 90, 2>{}); break;
     default: break;
   }
   return f(general_config{});  // general configuration: best geometric mean, or Space::default_point

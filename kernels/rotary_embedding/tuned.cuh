@@ -3,7 +3,7 @@
 //   nvidia-h100-80gb-hbm3/rotary_embedding.json (0x7e80d72333938ef1): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on shapes left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 //   nvidia-h200/rotary_embedding.json (0xd53359b7ee9233a8): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
-//     cells between its measured shapes: the tree rule, the least regret on shapes left out of selection (docs/shapes.md; its reports' "Dispatch" section)
+//     cells between its measured shapes: the nearest rule, the least regret on shapes left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
 // buckets with the same winner are merged; within a shape's noise band the winner prefers variants that
@@ -38,7 +38,14 @@ struct V8 { static constexpr char id[] = "tpb_128.vb_8.hpt_8.pdl_1"; };  // bf16
 struct V9 { static constexpr char id[] = "tpb_128.vb_8.hpt_4.pdl_1"; };  // bf16, sm_90
 struct V10 { static constexpr char id[] = "tpb_128.vb_8.hpt_1.pdl_1"; };  // bf16, sm_90
 struct V11 { static constexpr char id[] = "tpb_256.vb_8.hpt_2.pdl_1"; };  // bf16, sm_90
-struct V12 { static constexpr char id[] = "tpb_128.vb_8.hpt_2.pdl_1"; };  // bf16, sm_90
+struct V12 { static constexpr char id[] = "tpb_512.vb_16.hpt_2.pdl_1"; };  // fp16, sm_90
+struct V13 { static constexpr char id[] = "tpb_128.vb_16.hpt_8.pdl_1"; };  // fp16, sm_90
+struct V14 { static constexpr char id[] = "tpb_128.vb_16.hpt_2.pdl_1"; };  // fp16, sm_90
+struct V15 { static constexpr char id[] = "tpb_128.vb_8.hpt_2.pdl_1"; };  // bf16, sm_90
+struct V16 { static constexpr char id[] = "tpb_512.vb_16.hpt_2.pdl_1"; };  // bf16, sm_90
+struct V17 { static constexpr char id[] = "tpb_128.vb_16.hpt_8.pdl_1"; };  // bf16, sm_90
+struct V18 { static constexpr char id[] = "tpb_128.vb_16.hpt_2.pdl_1"; };  // bf16, sm_90
+struct V19 { static constexpr char id[] = "tpb_256.vb_4.hpt_4.pdl_1"; };  // bf16, sm_90
 
 inline constexpr ktune::TunedEntry entries[] = {
     // NVIDIA H100 80GB HBM3 (sm_90), fp16
@@ -109,7 +116,14 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=32,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.73 us (S 2.25 us, 1.30x), spread 0.7%, band 1.0% (retest), 2.5% of copy
     //   tokens=64,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.77 us (S 2.33 us, 1.31x), spread 0.1%, band 1.0% (retest), 4.8% of copy
     //   tokens=256,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.05 us (S 2.58 us, 1.26x), spread 0.6%, band 1.0% (retest), 16.6% of copy
-    //   tokens=512,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.39 us (S 2.90 us, 1.21x), spread 0.4%, band 1.0% (retest), 28.4% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 2.4% slower
+    {90, "NVIDIA H200", ktune::DType::f16, 362, 0, 2, 0, V0::id},
+    //   tokens=512,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.39 us (S 2.90 us, 1.21x), spread 0.4%, band 1.0% (retest), 28.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 724, 0, 2, 1, V1::id},
+    //   tokens=1024,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 3.21 us (S 3.72 us, 1.16x), spread 0.4%, band 1.0% (retest), 42.2% of copy
+    //   tokens=2048,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 4.65 us (S 5.40 us, 1.16x), spread 0.3%, band 1.0% (retest), 58.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 4096, 0, 2, 2, V2::id},
+    //   tokens=8192,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 14.0 us (S 14.7 us, 1.05x), spread 0.4%, band 1.0% (retest), 77.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 2, 5, V5::id},
     //   tokens=1,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.50 us (S 2.05 us, 1.37x), spread 0.1%, band 1.0% (retest), 0.1% of copy
     //   tokens=2,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.54 us (S 2.08 us, 1.34x), spread 0.8%, band 1.0% (retest), 0.2% of copy
     //   tokens=8,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.64 us (S 2.16 us, 1.32x), spread 0.6%, band 1.0% (retest), 0.8% of copy
@@ -117,7 +131,14 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=32,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.71 us (S 2.28 us, 1.33x), spread 0.9%, band 1.0% (retest), 2.9% of copy
     //   tokens=64,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.78 us (S 2.35 us, 1.32x), spread 0.7%, band 1.0% (retest), 5.6% of copy
     //   tokens=256,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.10 us (S 2.63 us, 1.25x), spread 0.4%, band 1.0% (retest), 19.1% of copy
-    //   tokens=512,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.54 us (S 3.03 us, 1.19x), spread 0.4%, band 1.0% (retest), 31.6% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 1.8% slower
+    {90, "NVIDIA H200", ktune::DType::f16, 362, 3, 5, 0, V0::id},
+    //   tokens=512,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.54 us (S 3.03 us, 1.19x), spread 0.4%, band 1.0% (retest), 31.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 724, 3, 5, 2, V2::id},
+    //   tokens=1024,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 3.52 us (S 4.02 us, 1.14x), spread 0.4%, band 1.0% (retest), 45.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1448, 3, 5, 0, V0::id},
+    //   tokens=2048,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 5.24 us (S 5.93 us, 1.13x), spread 0.2%, band 1.0% (retest), 61.2% of copy
+    //   tokens=8192,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 16.1 us (S 16.9 us, 1.05x), spread 0.4%, band 1.0% (retest), 79.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3, 5, 5, V5::id},
     //   tokens=1,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.51 us (S 2.07 us, 1.38x), spread 0.2%, band 1.0% (retest), 0.1% of copy
     //   tokens=2,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.56 us (S 2.08 us, 1.33x), spread 0.3%, band 1.0% (retest), 0.3% of copy
     //   tokens=8,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.65 us (S 2.16 us, 1.31x), spread 0.7%, band 1.0% (retest), 1.0% of copy
@@ -125,29 +146,31 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=32,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.73 us (S 2.33 us, 1.35x), spread 0.4%, band 1.0% (retest), 3.8% of copy
     //   tokens=64,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.80 us (S 2.43 us, 1.36x), spread 1.0%, band 1.0% (retest), 7.3% of copy
     //   tokens=256,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.23 us (S 2.76 us, 1.24x), spread 0.9%, band 1.0% (retest), 23.5% of copy
-    //   tokens=512,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.86 us (S 3.38 us, 1.18x), spread 0.4%, band 1.0% (retest), 36.6% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 2.1% slower
+    {90, "NVIDIA H200", ktune::DType::f16, 362, 6, 11, 0, V0::id},
+    //   tokens=512,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.86 us (S 3.38 us, 1.18x), spread 0.4%, band 1.0% (retest), 36.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 724, 6, 11, 2, V2::id},
+    //   tokens=1024,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 4.00 us (S 4.81 us, 1.20x), spread 0.9%, band 1.0% (retest), 52.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1448, 6, 11, 0, V0::id},
+    //   tokens=2048,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 6.20 us (S 7.11 us, 1.15x), spread 0.7%, band 1.0% (retest), 67.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 4096, 6, 11, 12, V12::id},
+    //   tokens=8192,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 20.4 us (S 21.6 us, 1.06x), spread 0.3%, band 1.0% (retest), 82.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 6, 11, 5, V5::id},
     //   tokens=1,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.52 us (S 2.08 us, 1.37x), spread 1.1%, band 1.1% (retest), 0.2% of copy
     //   tokens=2,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.56 us (S 2.12 us, 1.36x), spread 0.6%, band 1.0% (retest), 0.4% of copy
     //   tokens=8,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.65 us (S 2.18 us, 1.32x), spread 0.2%, band 1.0% (retest), 1.5% of copy
     //   tokens=16,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.69 us (S 2.24 us, 1.33x), spread 0.7%, band 1.0% (retest), 2.8% of copy
     //   tokens=32,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.73 us (S 2.36 us, 1.36x), spread 0.8%, band 1.0% (retest), 5.6% of copy
     //   tokens=64,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.82 us (S 2.44 us, 1.35x), spread 0.6%, band 1.0% (retest), 10.6% of copy
-    //   tokens=256,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 2.45 us (S 2.99 us, 1.22x), spread 1.0%, band 1.0% (retest), 31.4% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 2.4% slower
-    //   tokens=512,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 3.33 us (S 3.95 us, 1.19x), spread 0.7%, band 1.0% (retest), 46.2% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 2.4% slower
-    {90, "NVIDIA H200", ktune::DType::f16, 724, 0, 21, 0, V0::id},
-    //   tokens=1024,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 3.21 us (S 3.72 us, 1.16x), spread 0.4%, band 1.0% (retest), 42.2% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 2.0% slower
-    //   tokens=2048,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 4.65 us (S 5.40 us, 1.16x), spread 0.3%, band 1.0% (retest), 58.4% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 3.2% slower
-    //   tokens=8192,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 14.0 us (S 14.7 us, 1.05x), spread 0.4%, band 1.0% (retest), 77.5% of copy
-    //   tokens=1024,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 3.52 us (S 4.02 us, 1.14x), spread 0.4%, band 1.0% (retest), 45.5% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 3.0% slower
-    //   tokens=2048,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 5.24 us (S 5.93 us, 1.13x), spread 0.2%, band 1.0% (retest), 61.2% of copy
-    //   tokens=8192,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 16.1 us (S 16.9 us, 1.05x), spread 0.4%, band 1.0% (retest), 79.6% of copy
-    //   tokens=1024,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 4.00 us (S 4.81 us, 1.20x), spread 0.9%, band 1.0% (retest), 52.4% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 4.1% slower
-    //   tokens=2048,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 6.20 us (S 7.11 us, 1.15x), spread 0.7%, band 1.0% (retest), 67.6% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 8.9% slower
-    //   tokens=8192,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 20.4 us (S 21.6 us, 1.06x), spread 0.3%, band 1.0% (retest), 82.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 128, 12, 21, 0, V0::id},
+    //   tokens=256,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 2.45 us (S 2.99 us, 1.22x), spread 1.0%, band 1.0% (retest), 31.4% of copy
+    //   tokens=512,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 3.33 us (S 3.95 us, 1.19x), spread 0.7%, band 1.0% (retest), 46.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 724, 12, 21, 1, V1::id},
     //   tokens=1024,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 4.95 us (S 5.85 us, 1.18x), spread 0.5%, band 1.0% (retest), 62.2% of copy
-    //   tokens=2048,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 8.35 us (S 9.38 us, 1.12x), spread 0.3%, band 1.0% (retest), 73.7% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 2.7% slower
-    //   tokens=8192,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 28.8 us (S 31.1 us, 1.08x), spread 0.5%, band 1.0% (retest), 85.6% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 2.0% slower
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 21, 5, V5::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 1448, 12, 21, 5, V5::id},
+    //   tokens=2048,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 8.35 us (S 9.38 us, 1.12x), spread 0.3%, band 1.0% (retest), 73.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 4096, 12, 21, 13, V13::id},
+    //   tokens=8192,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 28.8 us (S 31.1 us, 1.08x), spread 0.5%, band 1.0% (retest), 85.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 12, 21, 14, V14::id},
     //   tokens=1,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.59 us (S 2.20 us, 1.38x), spread 0.3%, band 1.0% (retest), 0.3% of copy
     //   tokens=2,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.60 us (S 2.22 us, 1.39x), spread 0.5%, band 1.0% (retest), 0.6% of copy
     //   tokens=8,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.69 us (S 2.31 us, 1.37x), spread 0.9%, band 1.0% (retest), 2.1% of copy
@@ -155,23 +178,28 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=32,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.81 us (S 2.51 us, 1.39x), spread 0.7%, band 1.0% (retest), 7.9% of copy
     //   tokens=64,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.91 us (S 2.60 us, 1.36x), spread 0.3%, band 1.0% (retest), 15.0% of copy
     //   tokens=256,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 3.02 us (S 3.59 us, 1.19x), spread 1.0%, band 1.0% (retest), 37.9% of copy
-    //   tokens=512,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 4.24 us (S 5.11 us, 1.20x), spread 0.7%, band 1.0% (retest), 54.1% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 3.6% slower
+    {90, "NVIDIA H200", ktune::DType::f16, 362, 22, 42, 0, V0::id},
+    //   tokens=512,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 4.24 us (S 5.11 us, 1.20x), spread 0.7%, band 1.0% (retest), 54.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 724, 22, 42, 2, V2::id},
+    //   tokens=1024,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 6.44 us (S 7.68 us, 1.19x), spread 0.3%, band 1.0% (retest), 71.2% of copy
+    //   tokens=2048,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 11.7 us (S 13.1 us, 1.12x), spread 0.3%, band 1.0% (retest), 78.7% of copy
+    //   tokens=8192,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 41.2 us (S 45.9 us, 1.11x), spread 0.1%, band 1.0% (retest), 89.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 22, 42, 4, V4::id},
     //   tokens=1,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.54 us (S 2.15 us, 1.40x), spread 0.5%, band 1.0% (retest), 0.6% of copy
     //   tokens=2,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.58 us (S 2.20 us, 1.40x), spread 0.4%, band 1.0% (retest), 1.1% of copy
     //   tokens=8,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.63 us (S 2.34 us, 1.44x), spread 0.2%, band 1.0% (retest), 4.3% of copy
     //   tokens=16,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.72 us (S 2.43 us, 1.41x), spread 0.7%, band 1.0% (retest), 8.2% of copy
     //   tokens=32,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.86 us (S 2.55 us, 1.37x), spread 0.3%, band 1.0% (retest), 15.1% of copy
-    //   tokens=64,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 2.14 us (S 2.81 us, 1.31x), spread 0.4%, band 1.0% (retest), 26.2% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 3.2% slower
-    //   tokens=256,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 4.11 us (S 5.07 us, 1.23x), spread 0.6%, band 1.0% (retest), 54.7% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 4.1% slower
-    //   tokens=512,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 6.30 us (S 7.65 us, 1.21x), spread 0.3%, band 1.0% (retest), 71.3% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 12.5% slower
-    {90, "NVIDIA H200", ktune::DType::f16, 724, 22, INT64_MAX, 0, V0::id},
-    //   tokens=1024,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 6.44 us (S 7.68 us, 1.19x), spread 0.3%, band 1.0% (retest), 71.2% of copy
-    //   tokens=2048,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 11.7 us (S 13.1 us, 1.12x), spread 0.3%, band 1.0% (retest), 78.7% of copy
-    //   tokens=8192,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 41.2 us (S 45.9 us, 1.11x), spread 0.1%, band 1.0% (retest), 89.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 45, 43, INT64_MAX, 0, V0::id},
+    //   tokens=64,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 2.14 us (S 2.81 us, 1.31x), spread 0.4%, band 1.0% (retest), 26.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 128, 43, INT64_MAX, 1, V1::id},
+    //   tokens=256,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 4.11 us (S 5.07 us, 1.23x), spread 0.6%, band 1.0% (retest), 54.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 362, 43, INT64_MAX, 2, V2::id},
+    //   tokens=512,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 6.30 us (S 7.65 us, 1.21x), spread 0.3%, band 1.0% (retest), 71.3% of copy
     //   tokens=1024,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 11.4 us (S 12.9 us, 1.12x), spread 0.6%, band 1.0% (retest), 78.6% of copy
     //   tokens=2048,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 21.3 us (S 23.6 us, 1.11x), spread 0.2%, band 1.0% (retest), 84.5% of copy
     //   tokens=8192,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 76.9 us (S 87.8 us, 1.14x), spread 0.4%, band 1.0% (retest), 93.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 22, INT64_MAX, 4, V4::id},
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 43, INT64_MAX, 4, V4::id},
     // NVIDIA H200 (sm_90), bf16
     //   tokens=1,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.50 us (S 2.06 us, 1.37x), spread 0.1%, band 1.0% (retest), 0.1% of copy
     //   tokens=2,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.55 us (S 2.07 us, 1.34x), spread 0.6%, band 1.0% (retest), 0.2% of copy
@@ -183,10 +211,11 @@ inline constexpr ktune::TunedEntry entries[] = {
     {90, "NVIDIA H200", ktune::DType::bf16, 362, 0, 2, 10, V10::id},
     //   tokens=512,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.39 us (S 2.91 us, 1.22x), spread 0.9%, band 1.0% (retest), 28.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 724, 0, 2, 6, V6::id},
-    //   tokens=1024,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 3.22 us (S 3.71 us, 1.15x), spread 0.1%, band 1.0% (retest), 42.1% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 1.6% slower
-    //   tokens=2048,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 4.65 us (S 5.40 us, 1.16x), spread 0.7%, band 1.0% (retest), 58.4% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 3.0% slower
+    //   tokens=1024,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 3.22 us (S 3.71 us, 1.15x), spread 0.1%, band 1.0% (retest), 42.1% of copy
+    //   tokens=2048,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 4.65 us (S 5.40 us, 1.16x), spread 0.7%, band 1.0% (retest), 58.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 4096, 0, 2, 7, V7::id},
     //   tokens=8192,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 14.0 us (S 14.8 us, 1.05x), spread 0.2%, band 1.0% (retest), 77.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 2, 12, V12::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 2, 15, V15::id},
     //   tokens=1,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.50 us (S 2.08 us, 1.38x), spread 0.2%, band 1.0% (retest), 0.1% of copy
     //   tokens=2,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.54 us (S 2.08 us, 1.35x), spread 0.4%, band 1.0% (retest), 0.2% of copy
     //   tokens=8,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.64 us (S 2.18 us, 1.33x), spread 0.5%, band 1.0% (retest), 0.8% of copy
@@ -194,6 +223,14 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=32,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.71 us (S 2.27 us, 1.33x), spread 1.5%, band 1.5% (retest), 2.9% of copy
     //   tokens=64,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.77 us (S 2.35 us, 1.33x), spread 0.5%, band 1.0% (retest), 5.7% of copy
     //   tokens=256,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.10 us (S 2.65 us, 1.26x), spread 1.3%, band 1.3% (retest), 19.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 362, 3, 5, 10, V10::id},
+    //   tokens=512,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.53 us (S 3.03 us, 1.20x), spread 0.5%, band 1.0% (retest), 31.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 724, 3, 5, 7, V7::id},
+    //   tokens=1024,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 3.50 us (S 3.96 us, 1.13x), spread 0.9%, band 1.0% (retest), 45.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1448, 3, 5, 10, V10::id},
+    //   tokens=2048,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 5.23 us (S 5.94 us, 1.14x), spread 0.3%, band 1.0% (retest), 61.3% of copy
+    //   tokens=8192,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 16.1 us (S 17.0 us, 1.05x), spread 0.1%, band 1.0% (retest), 79.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3, 5, 15, V15::id},
     //   tokens=1,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.51 us (S 2.07 us, 1.37x), spread 0.1%, band 1.0% (retest), 0.1% of copy
     //   tokens=2,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.56 us (S 2.10 us, 1.35x), spread 0.8%, band 1.0% (retest), 0.3% of copy
     //   tokens=8,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.65 us (S 2.18 us, 1.32x), spread 0.8%, band 1.0% (retest), 1.0% of copy
@@ -201,31 +238,32 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=32,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.72 us (S 2.33 us, 1.36x), spread 0.4%, band 1.0% (retest), 3.8% of copy
     //   tokens=64,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.79 us (S 2.43 us, 1.36x), spread 0.8%, band 1.0% (retest), 7.3% of copy
     //   tokens=256,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.22 us (S 2.76 us, 1.24x), spread 0.5%, band 1.0% (retest), 23.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 362, 3, 11, 10, V10::id},
-    //   tokens=512,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.53 us (S 3.03 us, 1.20x), spread 0.5%, band 1.0% (retest), 31.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 362, 6, 11, 10, V10::id},
     //   tokens=512,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.86 us (S 3.38 us, 1.18x), spread 0.3%, band 1.0% (retest), 36.7% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 724, 3, 11, 7, V7::id},
-    //   tokens=1024,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 3.50 us (S 3.96 us, 1.13x), spread 0.9%, band 1.0% (retest), 45.8% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 1.7% slower
-    //   tokens=2048,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 5.23 us (S 5.94 us, 1.14x), spread 0.3%, band 1.0% (retest), 61.3% of copy
-    //   tokens=8192,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 16.1 us (S 17.0 us, 1.05x), spread 0.1%, band 1.0% (retest), 79.4% of copy
-    //   tokens=1024,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 3.98 us (S 4.79 us, 1.20x), spread 0.4%, band 1.0% (retest), 52.6% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 4.0% slower
-    //   tokens=2048,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 6.24 us (S 7.13 us, 1.14x), spread 0.3%, band 1.0% (retest), 67.2% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 5.1% slower
+    {90, "NVIDIA H200", ktune::DType::bf16, 724, 6, 11, 7, V7::id},
+    //   tokens=1024,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 3.98 us (S 4.79 us, 1.20x), spread 0.4%, band 1.0% (retest), 52.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1448, 6, 11, 10, V10::id},
+    //   tokens=2048,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 6.24 us (S 7.13 us, 1.14x), spread 0.3%, band 1.0% (retest), 67.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 4096, 6, 11, 16, V16::id},
     //   tokens=8192,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 20.5 us (S 21.7 us, 1.06x), spread 0.2%, band 1.0% (retest), 81.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3, 11, 12, V12::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 6, 11, 15, V15::id},
     //   tokens=1,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.52 us (S 2.09 us, 1.38x), spread 0.5%, band 1.0% (retest), 0.2% of copy
     //   tokens=2,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.55 us (S 2.12 us, 1.37x), spread 0.6%, band 1.0% (retest), 0.4% of copy
     //   tokens=8,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.65 us (S 2.21 us, 1.34x), spread 0.6%, band 1.0% (retest), 1.5% of copy
     //   tokens=16,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.68 us (S 2.27 us, 1.35x), spread 0.6%, band 1.0% (retest), 2.9% of copy
     //   tokens=32,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.72 us (S 2.38 us, 1.38x), spread 0.7%, band 1.0% (retest), 5.6% of copy
     //   tokens=64,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.82 us (S 2.45 us, 1.35x), spread 0.9%, band 1.0% (retest), 10.6% of copy
-    //   tokens=256,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 2.46 us (S 3.02 us, 1.23x), spread 0.5%, band 1.0% (retest), 31.3% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 1.5% slower
-    {90, "NVIDIA H200", ktune::DType::bf16, 362, 12, 21, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 128, 12, 21, 10, V10::id},
+    //   tokens=256,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 2.46 us (S 3.02 us, 1.23x), spread 0.5%, band 1.0% (retest), 31.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 362, 12, 21, 15, V15::id},
     //   tokens=512,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 3.32 us (S 3.96 us, 1.19x), spread 0.7%, band 1.0% (retest), 46.4% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 724, 12, 21, 6, V6::id},
     //   tokens=1024,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 4.95 us (S 5.83 us, 1.18x), spread 0.3%, band 1.0% (retest), 62.2% of copy
-    //   tokens=2048,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 8.36 us (S 9.41 us, 1.13x), spread 0.2%, band 1.0% (retest), 73.7% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 2.7% slower
-    //   tokens=8192,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 28.8 us (S 31.1 us, 1.08x), spread 0.2%, band 1.0% (retest), 85.7% of copy; the tree rule's tpb_128.vb_8.hpt_2.pdl_1 here, 2.2% slower
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 12, 21, 12, V12::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 1448, 12, 21, 15, V15::id},
+    //   tokens=2048,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 8.36 us (S 9.41 us, 1.13x), spread 0.2%, band 1.0% (retest), 73.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 4096, 12, 21, 17, V17::id},
+    //   tokens=8192,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 28.8 us (S 31.1 us, 1.08x), spread 0.2%, band 1.0% (retest), 85.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 12, 21, 18, V18::id},
     //   tokens=1,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.59 us (S 2.19 us, 1.38x), spread 0.7%, band 1.0% (retest), 0.3% of copy
     //   tokens=2,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.60 us (S 2.24 us, 1.40x), spread 0.7%, band 1.0% (retest), 0.6% of copy
     //   tokens=8,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.70 us (S 2.32 us, 1.37x), spread 0.7%, band 1.0% (retest), 2.1% of copy
@@ -233,23 +271,28 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=32,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.80 us (S 2.50 us, 1.39x), spread 0.2%, band 1.0% (retest), 8.0% of copy
     //   tokens=64,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.92 us (S 2.60 us, 1.36x), spread 0.6%, band 1.0% (retest), 15.0% of copy
     //   tokens=256,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 3.00 us (S 3.61 us, 1.20x), spread 2.1%, band 2.1% (retest), 38.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 362, 22, 42, 10, V10::id},
+    //   tokens=512,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 4.28 us (S 5.10 us, 1.19x), spread 0.5%, band 1.0% (retest), 53.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 724, 22, 42, 7, V7::id},
+    //   tokens=1024,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 6.49 us (S 7.70 us, 1.19x), spread 0.3%, band 1.0% (retest), 70.7% of copy
+    //   tokens=2048,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 11.7 us (S 13.1 us, 1.12x), spread 0.3%, band 1.0% (retest), 78.5% of copy
+    //   tokens=8192,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 41.3 us (S 46.2 us, 1.12x), spread 0.2%, band 1.0% (retest), 89.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 22, 42, 9, V9::id},
     //   tokens=1,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.54 us (S 2.16 us, 1.40x), spread 0.8%, band 1.0% (retest), 0.6% of copy
     //   tokens=2,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.57 us (S 2.19 us, 1.40x), spread 1.0%, band 1.0% (retest), 1.1% of copy
     //   tokens=8,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.63 us (S 2.34 us, 1.44x), spread 1.1%, band 1.1% (retest), 4.3% of copy
     //   tokens=16,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.72 us (S 2.42 us, 1.41x), spread 0.6%, band 1.6% (retest), 8.1% of copy
     //   tokens=32,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.85 us (S 2.53 us, 1.37x), spread 0.4%, band 1.0% (retest), 15.2% of copy
-    //   tokens=64,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 2.14 us (S 2.81 us, 1.31x), spread 0.5%, band 1.0% (retest), 26.2% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 3.7% slower
-    //   tokens=256,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 4.06 us (S 5.08 us, 1.25x), spread 0.8%, band 1.0% (retest), 55.4% of copy; the tree rule's tpb_128.vb_8.hpt_1.pdl_1 here, 4.3% slower
-    {90, "NVIDIA H200", ktune::DType::bf16, 362, 22, INT64_MAX, 10, V10::id},
-    //   tokens=512,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 4.28 us (S 5.10 us, 1.19x), spread 0.5%, band 1.0% (retest), 53.6% of copy; the tree rule's tpb_128.vb_8.hpt_4.pdl_1 here, 0.0% slower
-    //   tokens=1024,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 6.49 us (S 7.70 us, 1.19x), spread 0.3%, band 1.0% (retest), 70.7% of copy
-    //   tokens=2048,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 11.7 us (S 13.1 us, 1.12x), spread 0.3%, band 1.0% (retest), 78.5% of copy
-    //   tokens=8192,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 41.3 us (S 46.2 us, 1.12x), spread 0.2%, band 1.0% (retest), 89.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 45, 43, INT64_MAX, 10, V10::id},
+    //   tokens=64,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 2.14 us (S 2.81 us, 1.31x), spread 0.5%, band 1.0% (retest), 26.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 128, 43, INT64_MAX, 6, V6::id},
+    //   tokens=256,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 4.06 us (S 5.08 us, 1.25x), spread 0.8%, band 1.0% (retest), 55.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 362, 43, INT64_MAX, 19, V19::id},
     //   tokens=512,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 6.35 us (S 7.64 us, 1.20x), spread 0.3%, band 1.0% (retest), 70.8% of copy
     //   tokens=1024,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 11.5 us (S 12.9 us, 1.13x), spread 0.3%, band 1.0% (retest), 78.3% of copy
     //   tokens=2048,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 21.3 us (S 23.7 us, 1.11x), spread 0.2%, band 1.0% (retest), 84.5% of copy
     //   tokens=8192,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 76.9 us (S 88.1 us, 1.15x), spread 0.2%, band 1.0% (retest), 93.5% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 22, INT64_MAX, 9, V9::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 43, INT64_MAX, 9, V9::id},
 };
 
 namespace detail {
@@ -315,7 +358,14 @@ ktune::Status with_variant(int variant, F&& f) {
     case 9: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V9, 90, 2>{}); break;
     case 10: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V10, 90, 2>{}); break;
     case 11: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V11, 90, 2>{}); break;
-    case 12: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V12, 90, 2>{}); break;
+    case 12: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V12, 90, 2>{}); break;
+    case 13: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V13, 90, 2>{}); break;
+    case 14: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V14, 90, 2>{}); break;
+    case 15: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V15, 90, 2>{}); break;
+    case 16: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V16, 90, 2>{}); break;
+    case 17: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V17, 90, 2>{}); break;
+    case 18: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V18, 90, 2>{}); break;
+    case 19: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V19, 90, 2>{}); break;
     default: break;
   }
   return f(general_config{});  // general configuration: best geometric mean, or Space::default_point

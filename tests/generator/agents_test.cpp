@@ -354,14 +354,15 @@ TEST(AgentsTuning, RankingFromACommittedResultsFile) {
   Ranking r;
   ASSERT_EQ(read_ranking(nlohmann::json::parse(slurp(source_dir() / "reports/nvidia-h200/silu_and_mul.json")), r), "");
   EXPECT_EQ(r.gpu, "NVIDIA H200");
-  EXPECT_EQ(r.shapes.size(), 54u);  // 3 dtypes x 18 shapes
-  EXPECT_EQ(r.measured_shapes, 54u);
+  // 3 dtypes x the catalogue's 14 token counts x 7 widths (shapes/catalogue.json), and the model tune's d = 18944.
+  EXPECT_EQ(r.shapes.size(), 3u * 14u * 8u);
+  EXPECT_EQ(r.measured_shapes, 3u * 14u * 8u);
   EXPECT_GT(r.geomean_speedup, 1.0);
   EXPECT_GE(r.band, 0.01);
   EXPECT_FALSE(r.best_id.empty());
   EXPECT_EQ(r.general.size(), 3u);
   const std::string text = describe_ranking(r);
-  EXPECT_NE(text.find("bf16 tokens=1,d=11008: S"), std::string::npos) << text;
+  EXPECT_NE(text.find("bf16 tokens=1,d=4096: S"), std::string::npos) << text;
   EXPECT_NE(read_ranking(nlohmann::json::object(), r), "");
 }
 

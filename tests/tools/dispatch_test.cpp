@@ -115,7 +115,7 @@ TEST(Dispatch, ComparisonPrefersTheRuleThatGeneralises) {
   EXPECT_DOUBLE_EQ(*cmp.pooled.at({DispatchRule::tree, "held_out"}).max(), 0.0);
   EXPECT_EQ(cmp.pooled.at({DispatchRule::tree, "held_out"}).regrets.size(), 1u);
   // Every check is reported per (op, dtype, rule) as well.
-  EXPECT_EQ(cmp.rows.size(), 5u * 3u);
+  EXPECT_EQ(cmp.rows.size(), 5u * 4u);  // shape, line, held_out and fit
 }
 
 TEST(Dispatch, TableRowsFollowTheRule) {

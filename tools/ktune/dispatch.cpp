@@ -297,7 +297,15 @@ DispatchRule DispatchComparison::best() const {
       const auto v = which == 0 ? it->second.p95() : it->second.max();
       return v ? *v : inf;
     };
-    return std::make_tuple(get("shape", 0), get("shape", 1), get("line", 0));
+    // A table answers the measured shapes too: their own regrets (check "fit") count beside the left-out ones.
+    std::optional<double> p95, max;
+    RuleScore both;
+    for (const char* check : {"shape", "fit"})
+      if (auto it = pooled.find({r, check}); it != pooled.end())
+        both.regrets.insert(both.regrets.end(), it->second.regrets.begin(), it->second.regrets.end());
+    p95 = both.p95();
+    max = both.max();
+    return std::make_tuple(p95 ? *p95 : inf, max ? *max : inf, get("line", 0));
   };
   DispatchRule best = DispatchRule::bucket;
   for (DispatchRule r : all_dispatch_rules)
@@ -336,10 +344,12 @@ DispatchComparison compare_dispatch(const std::vector<const Selection*>& selecti
             const Dispatch fit(rule, rest, d.general.id);
             for (const ShapeResult* s : out_of) judge("line", fit, *s);
           }
-        // The held-out shapes, the rule fitted on every selection shape.
+        // The held-out shapes, the rule fitted on every selection shape, and those shapes themselves ("fit": what
+        // a call of a measured shape gets).
         const Dispatch fit(rule, train, d.general.id);
         for (const ShapeResult& s : d.shapes)
           if (s.held_out) judge("held_out", fit, s);
+        for (const ShapeResult* s : train) judge("fit", fit, *s);
         for (auto& [check, sc] : scores) {
           RuleScore& pool = out.pooled[{rule, check}];
           pool.regrets.insert(pool.regrets.end(), sc.regrets.begin(), sc.regrets.end());

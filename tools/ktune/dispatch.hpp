@@ -72,7 +72,8 @@ class Dispatch {
 };
 
 /// One rule's regrets under one check ("shape": leave one shape out; "line": leave one token count or width
-/// out; "held_out": the spec's held-out shapes, the rule fitted on every selection shape).
+/// out; "held_out": the spec's held-out shapes, the rule fitted on every selection shape; "fit": the selection
+/// shapes themselves, the rule fitted on all of them).
 struct RuleScore {
   std::vector<double> regrets;
   int unmeasured = 0;  ///< choices with no time at the shape (not screened there)
@@ -89,9 +90,10 @@ struct DispatchComparison {
   };
   std::vector<Row> rows;
   std::map<std::pair<DispatchRule, std::string>, RuleScore> pooled;
-  /// The rule the tables use: the least pooled p95 regret of the "shape" check (leave one shape out, on the
-  /// selection shapes alone: the held-out shapes stay an independent check of the choice), then its max, then
-  /// the p95 of "line"; ties keep the simpler (earlier) rule.
+  /// The rule the tables use: the least pooled p95 regret over the "shape" check (leave one shape out) and the
+  /// "fit" check (the measured shapes themselves, which a table answers too), then their max, then the p95 of
+  /// "line"; chosen on the selection shapes alone, so the held-out shapes stay an independent check. Ties keep
+  /// the simpler (earlier) rule.
   DispatchRule best() const;
 };
 

@@ -30,9 +30,10 @@ std::vector<Part> dispatch_parts(const std::vector<const LoadedResults*>& ops) {
       "dtype and judged where it was not fitted: a regret is the chosen variant's time over the fastest one's there, "
       "minus one. Checks: `shape`, each selection shape left out in turn; `line`, each token count or width left out "
       "in turn (calls between grid lines); `held_out`, the spec's held-out shapes with the rule fitted on every "
-      "selection shape. A choice with no time at the shape (never screened there) counts as not measured. The "
-      "tables use the **{}** rule: the least p95 regret on `shape`, then the least max there, then the least p95 on "
-      "`line` (chosen on the selection shapes alone, so `held_out` stays an independent check).", name(best)), {}});
+      "selection shape; `fit`, the selection shapes themselves (a table answers those too). A choice with no time at "
+      "the shape (never screened there) counts as not measured. The tables use the **{}** rule: the least p95 regret "
+      "over `shape` and `fit` together, then the least max there, then the least p95 on `line` (chosen on the "
+      "selection shapes alone, so `held_out` stays an independent check).", name(best)), {}});
   Table t{{"rule", "check", "shapes judged", "not measured", "p50", "p95", "max"}, "llrrrrr", {}};
   for (const auto& [key, sc] : cmp.pooled)
     t.rows.push_back({std::string(name(key.first)) + (key.first == best ? " (tables)" : ""), key.second,

@@ -200,8 +200,9 @@ TEST(MergeAttnStatesLseSpec, MatchesTheIssue) {
   std::vector<std::string> names;
   for (const auto& [k, v] : dims.items()) names.push_back(k);
   EXPECT_EQ(names, (std::vector<std::string>{"tokens", "heads", "head_size"}));
-  EXPECT_EQ(dims.at("tokens").get<std::vector<int>>(), (std::vector<int>{1, 16, 128, 512, 2048, 8192}));
-  EXPECT_EQ(dims.at("heads").get<std::vector<int>>(), (std::vector<int>{32, 40, 64}));
+  // tokens and heads come from shapes/catalogue.json (tests/tools/shapes_test.cpp checks they are its grid).
+  EXPECT_EQ(dims.at("tokens").get<std::vector<int>>().front(), 1);
+  EXPECT_GE(dims.at("heads").size(), 2u);
   EXPECT_EQ(dims.at("head_size").get<std::vector<int>>(), (std::vector<int>{128}));
   EXPECT_EQ(s.at("tokens_dim"), "tokens");
   EXPECT_EQ(s.at("width_dim"), "heads");
