@@ -98,11 +98,7 @@ inline bool same_attribute(int k, const cudaLaunchAttributeValue& a, const cudaL
       return x.base_ptr == y.base_ptr && x.num_bytes == y.num_bytes && x.hitRatio == y.hitRatio && x.hitProp == y.hitProp &&
              x.missProp == y.missProp;
     }
-    case cudaLaunchAttributeSynchronizationPolicy: {
-      // A stream that never had one reads 0, which is no policy the runtime takes: it means the default, Auto.
-      auto policy = [](cudaSynchronizationPolicy p) { return p == 0 ? cudaSyncPolicyAuto : p; };
-      return policy(a.syncPolicy) == policy(b.syncPolicy);
-    }
+    case cudaLaunchAttributeSynchronizationPolicy: return a.syncPolicy == b.syncPolicy;
     case cudaLaunchAttributePriority: return a.priority == b.priority;
     case cudaLaunchAttributeMemSyncDomainMap:
       return a.memSyncDomainMap.default_ == b.memSyncDomainMap.default_ && a.memSyncDomainMap.remote == b.memSyncDomainMap.remote;
@@ -219,6 +215,12 @@ inline Status snapshot_caller_state(cudaStream_t stream, CallerStateQueries& q, 
       KTUNE_TRY(optional(q.stream_attribute[k],
                          cudaStreamGetAttribute(stream, CallerState::stream_attribute_ids[k], &out.stream_attribute[k])));
   }
+  // A stream that never had a synchronisation policy reads 0, which is no policy cudaStreamSetAttribute takes
+  // (refused on an H200): it means the default, Auto, and is recorded as that, so compare and restore need no case.
+  for (int k = 0; k < CallerState::stream_attributes; ++k)
+    if (CallerState::stream_attribute_ids[k] == cudaLaunchAttributeSynchronizationPolicy &&
+        out.stream_attribute[k].syncPolicy == 0)
+      out.stream_attribute[k].syncPolicy = cudaSyncPolicyAuto;
   q.probed = true;
   return Status::success();
 }
@@ -289,10 +291,6 @@ inline Status restore_caller_state(cudaStream_t stream, const CallerState& want,
   for (int k = 0; k < CallerState::stream_attributes; ++k)
     if (q.stream_attribute[k] && !detail::same_attribute(k, now.stream_attribute[k], want.stream_attribute[k])) {
       cudaLaunchAttributeValue v = want.stream_attribute[k];
-      // A never-set synchronisation policy reads 0, which cudaStreamSetAttribute refuses (seen on an H200): its
-      // meaning, the default, is Auto.
-      if (CallerState::stream_attribute_ids[k] == cudaLaunchAttributeSynchronizationPolicy && v.syncPolicy == 0)
-        v.syncPolicy = cudaSyncPolicyAuto;
       KTUNE_CUDA_TRY(cudaStreamSetAttribute(stream, CallerState::stream_attribute_ids[k], &v));
       persisting |= CallerState::stream_attribute_ids[k] == cudaLaunchAttributeAccessPolicyWindow;
     }

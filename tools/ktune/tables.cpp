@@ -252,8 +252,8 @@ std::string generate_table(const std::string& op, const std::vector<LoadedResult
     o += fmt::format("//   {} ({}): {} (sm_{}), CUDA runtime {}, driver {}, measured {}, commit {}\n", r->label, r->hash,
                      s.gpu, s.arch, env("cuda_runtime_version"), env("driver_version"), env("date"), env("git_commit"));
     if (auto it = rules.find(s.gpu_slug); it != rules.end() && it->second != DispatchRule::bucket)
-      o += fmt::format("//     cells between its measured shapes: the {} rule, the least regret on shapes left out of selection "
-                       "(docs/shapes.md; its reports' \"Dispatch\" section)\n", name(it->second));
+      o += fmt::format("//     cells between its measured shapes: the {} rule, the least regret on the measured shapes and those "
+                       "left out of selection (docs/shapes.md; its reports' \"Dispatch\" section)\n", name(it->second));
     if (s.space_hash != space_hash)
       o += fmt::format("//     stale: measured on space {}, before the space became {}; its rows name points the space "
                        "still has, and the points added since were not measured on it: re-tune this GPU\n",
