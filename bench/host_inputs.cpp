@@ -51,7 +51,7 @@ std::string fill(const Harness& harness, const Spec& spec, const HostRequest& r,
   g.tensors = harness.tensors(r.shape, r.dtype);
   double harness_bytes = 0;
   for (const TensorInfo& t : g.tensors)
-    harness_bytes += static_cast<double>(t.bytes()) * (t.access == Access::read_write ? 2 : 1);
+    harness_bytes += static_cast<double>(t.moved_bytes());
   if (harness_bytes != g.bytes_moved)
     return "the harness's tensors move " + std::to_string(static_cast<long long>(harness_bytes)) +
            " bytes per call, spec.json says " + std::to_string(static_cast<long long>(g.bytes_moved));

@@ -30,7 +30,7 @@ from types import ModuleType
 EXAMPLE_DIR = Path(__file__).resolve().parent
 EXTENSION_NAME = "ktune_torch"
 KERNELS = ("silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul", "rmsnorm", "gemma_rmsnorm", "fused_add_rmsnorm",
-           "gemma_fused_add_rmsnorm", "merge_attn_states_lse", "rotary_embedding")
+           "gemma_fused_add_rmsnorm", "merge_attn_states_lse", "rotary_embedding", "rotary_embedding_set_kv")
 BASE_ARCH = (9, 0)  # ktune's tuned tables are for Hopper; other GPUs are added when present
 
 # The ktune .cu files are compiled as CMake compiles ktune_kernels. PyTorch adds

@@ -10,7 +10,8 @@
 //   gemma_fused_add_rmsnorm(input, residual, weight, eps=1e-6, enable_pdl=None) -> None   (in place, 1 + w)
 //   merge_state_v2(v_a, s_a, v_b, s_b, v_merged=None, s_merged=None) -> (v_merged, s_merged)
 //   apply_rope_with_cos_sin_cache_inplace(positions, query, key, head_size, cos_sin_cache, is_neox=True,
-//                                         fused_set_kv_buffer_arg=None, enable_pdl=None) -> None   (in place)
+//                                         fused_set_kv_buffer_arg=None, enable_pdl=None) -> None   (in place;
+//                                         with fused_set_kv_buffer_arg, k and v are also stored in the KV cache)
 //
 // This file is compiled by the host compiler: it includes only the host-only declarations
 // (kernels/<op>/<op>.hpp) and calls the runtime-dtype entry points, which the extension's .cu sources
@@ -27,6 +28,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/extension.h>
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -42,6 +44,7 @@
 #include <kernels/merge_attn_states_lse/merge_attn_states_lse.hpp>
 #include <kernels/rmsnorm/rmsnorm.hpp>
 #include <kernels/rotary_embedding/rotary_embedding.hpp>
+#include <kernels/rotary_embedding_set_kv/rotary_embedding_set_kv.hpp>
 #include <kernels/silu_and_mul/silu_and_mul.hpp>
 #include <ktune/overlap.hpp>
 
@@ -365,13 +368,108 @@ void rope_rows(const at::Tensor& t, std::int64_t head_size, const char* op, cons
   }
 }
 
+/// sgl_kernel's FusedSetKVBufferArg, read from the Python object by attribute name (a dataclass there; any object
+/// with these attributes here): value [tokens, kv_heads * head_size] or [tokens, kv_heads, head_size], k_buffer and
+/// v_buffer [cache_rows, kv_heads, head_size] or [cache_rows, kv_heads * head_size], k_scale and v_scale None or a
+/// number, cache_loc [tokens] of an integer type.
+struct SetKvBufferArg {
+  at::Tensor value, k_buffer, v_buffer, cache_loc;
+  float k_scale = 1.f, v_scale = 1.f;  // None: 1, no division (x / 1 is x exactly)
+};
+
+SetKvBufferArg set_kv_buffer_arg(const pybind11::object& arg, const char* op) {
+  namespace py = pybind11;
+  SetKvBufferArg r;
+  auto tensor = [&](const char* name) {
+    TORCH_CHECK_TYPE(py::hasattr(arg, name), op, ": fused_set_kv_buffer_arg has no attribute '", name,
+                     "' (sgl_kernel's FusedSetKVBufferArg: value, k_buffer, v_buffer, k_scale, v_scale, cache_loc)");
+    const py::object v = arg.attr(name);
+    TORCH_CHECK_TYPE(THPVariable_Check(v.ptr()), op, ": fused_set_kv_buffer_arg.", name, " must be a torch.Tensor");
+    return THPVariable_Unpack(v.ptr());
+  };
+  auto scale = [&](const char* name) {
+    if (!py::hasattr(arg, name)) return 1.f;
+    const py::object v = arg.attr(name);
+    if (v.is_none()) return 1.f;
+    TORCH_CHECK_TYPE(py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v), op, ": fused_set_kv_buffer_arg.",
+                     name, " must be None or a number");
+    const double x = v.cast<double>();
+    TORCH_CHECK_VALUE(std::isfinite(x) && x > 0, op, ": fused_set_kv_buffer_arg.", name, " must be finite and > 0, it is ", x);
+    return static_cast<float>(x);
+  };
+  r.value = tensor("value");
+  r.k_buffer = tensor("k_buffer");
+  r.v_buffer = tensor("v_buffer");
+  r.cache_loc = tensor("cache_loc");
+  r.k_scale = scale("k_scale");
+  r.v_scale = scale("v_scale");
+  return r;
+}
+
+/// The fused path: q and k rotated, k and v stored at cache_loc's slots, in one kernel
+/// (ktune::rotary_embedding_set_kv). Checked as the rope's call, plus the KV cache's tensors.
+void rope_set_kv(const at::Tensor& pos, at::Tensor& query, at::Tensor& key, std::int64_t head_size,
+                 const at::Tensor& cos_sin_cache, bool is_neox, const SetKvBufferArg& kv, ktune::DType dt,
+                 std::int64_t tokens, std::int64_t q_heads, std::int64_t kv_heads, std::int64_t q_stride,
+                 std::int64_t k_stride, const char* op) {
+  const at::Tensor& value = kv.value;
+  same_dtype(value, query, op, "fused_set_kv_buffer_arg.value", "query");
+  same_dtype(kv.k_buffer, query, op, "fused_set_kv_buffer_arg.k_buffer", "query");
+  same_dtype(kv.v_buffer, query, op, "fused_set_kv_buffer_arg.v_buffer", "query");
+  on_device(value, query, op, "fused_set_kv_buffer_arg.value", "query");
+  on_device(kv.k_buffer, query, op, "fused_set_kv_buffer_arg.k_buffer", "query");
+  on_device(kv.v_buffer, query, op, "fused_set_kv_buffer_arg.v_buffer", "query");
+  on_device(kv.cache_loc, query, op, "fused_set_kv_buffer_arg.cache_loc", "query");
+  TORCH_CHECK_TYPE(!at::isFloatingType(kv.cache_loc.scalar_type()) && kv.cache_loc.scalar_type() != at::kBool, op,
+                   ": fused_set_kv_buffer_arg.cache_loc has dtype ", kv.cache_loc.scalar_type(),
+                   "; it must be an integer type");
+  TORCH_CHECK_VALUE(kv.cache_loc.dim() == 1 && kv.cache_loc.size(0) == tokens, op,
+                    ": fused_set_kv_buffer_arg.cache_loc must be [tokens] = [", tokens, "], it has shape ",
+                    kv.cache_loc.sizes());
+  TORCH_CHECK_VALUE(value.dim() >= 1 && value.size(0) == tokens, op, ": fused_set_kv_buffer_arg.value has ",
+                    value.dim() >= 1 ? value.size(0) : 0, " tokens, query ", tokens);
+  std::int64_t v_heads = 0, v_stride = -1, kb_heads = 0, kb_stride = -1, vb_heads = 0, vb_stride = -1;
+  rope_rows(value, head_size, op, "fused_set_kv_buffer_arg.value", v_heads, v_stride);
+  rope_rows(kv.k_buffer, head_size, op, "fused_set_kv_buffer_arg.k_buffer", kb_heads, kb_stride);
+  rope_rows(kv.v_buffer, head_size, op, "fused_set_kv_buffer_arg.v_buffer", vb_heads, vb_stride);
+  TORCH_CHECK_VALUE(v_heads == kv_heads && kb_heads == kv_heads && vb_heads == kv_heads, op,
+                    ": value, k_buffer and v_buffer must have key's ", kv_heads, " heads of ", head_size,
+                    " per row; they have ", v_heads, ", ", kb_heads, " and ", vb_heads);
+  const std::int64_t cache_rows = kv.k_buffer.size(0);
+  TORCH_CHECK_VALUE(kv.v_buffer.size(0) == cache_rows, op, ": k_buffer has ", cache_rows, " slots, v_buffer ",
+                    kv.v_buffer.size(0));
+  // Nothing a call writes may share an element with anything else it touches (by element: slices of one qkv or
+  // one KV buffer are fine).
+  const std::pair<const at::Tensor*, const char*> written[] = {
+      {&query, "query"}, {&key, "key"}, {&kv.k_buffer, "k_buffer"}, {&kv.v_buffer, "v_buffer"}};
+  const std::pair<const at::Tensor*, const char*> read[] = {
+      {&value, "value"}, {&cos_sin_cache, "cos_sin_cache"}, {&pos, "positions"}, {&kv.cache_loc, "cache_loc"}};
+  for (std::size_t i = 0; i < 4; ++i) {
+    for (std::size_t j = i + 1; j < 4; ++j)
+      TORCH_CHECK_VALUE(!overlaps(*written[i].first, *written[j].first), op, ": ", written[i].second, " and ",
+                        written[j].second, " share elements (both are written)");
+    for (const auto& [t, name] : read)
+      TORCH_CHECK_VALUE(!overlaps(*written[i].first, *t), op, ": ", written[i].second, " shares elements with ", name,
+                        " (", written[i].second, " is written)");
+  }
+  if (tokens == 0) return;
+  const c10::cuda::CUDAGuard guard(query.device());
+  const at::Tensor loc = kv.cache_loc.scalar_type() == at::kLong ? kv.cache_loc.contiguous()
+                                                                  : kv.cache_loc.to(at::kLong).contiguous();
+  check(ktune::rotary_embedding_set_kv(dt, pos.data_ptr<std::int64_t>(), query.data_ptr(), key.data_ptr(), head_size,
+                                       cos_sin_cache.data_ptr<float>(), is_neox, value.data_ptr(), kv.k_buffer.data_ptr(),
+                                       kv.v_buffer.data_ptr(), kv.k_scale, kv.v_scale, loc.data_ptr<std::int64_t>(),
+                                       tokens, q_heads, kv_heads, cos_sin_cache.size(1), cos_sin_cache.size(0),
+                                       cache_rows, current_stream(query), q_stride, k_stride, v_stride,
+                                       kb_stride, vb_stride),
+        op);
+}
+
 void apply_rope_with_cos_sin_cache_inplace(const at::Tensor& positions, at::Tensor query, at::Tensor key,
                                            std::int64_t head_size, const at::Tensor& cos_sin_cache, bool is_neox,
                                            const pybind11::object& fused_set_kv_buffer_arg,
                                            std::optional<bool> /*enable_pdl: accepted for sgl_kernel's signature*/) {
   constexpr const char* op = "apply_rope_with_cos_sin_cache_inplace";
-  TORCH_CHECK_NOT_IMPLEMENTED(fused_set_kv_buffer_arg.is_none(), op,
-                              ": fused_set_kv_buffer_arg is not supported (ktune's kernel only rotates q and k)");
   const ktune::DType dt = element_type(query, op, "query");
   same_dtype(key, query, op, "key", "query");
   on_device(query, query, op, "query", "query");
@@ -394,6 +492,13 @@ void apply_rope_with_cos_sin_cache_inplace(const at::Tensor& positions, at::Tens
   std::int64_t q_heads = 0, kv_heads = 0, q_stride = -1, k_stride = -1;
   rope_rows(query, head_size, op, "query", q_heads, q_stride);
   rope_rows(key, head_size, op, "key", kv_heads, k_stride);
+  if (!fused_set_kv_buffer_arg.is_none()) {
+    const SetKvBufferArg kv = set_kv_buffer_arg(fused_set_kv_buffer_arg, op);
+    const at::Tensor pos = positions.scalar_type() == at::kLong ? positions.contiguous() : positions.to(at::kLong).contiguous();
+    rope_set_kv(pos, query, key, head_size, cos_sin_cache, is_neox, kv, dt, tokens, q_heads, kv_heads, q_stride,
+                k_stride, op);
+    return;
+  }
   // By element: q and k split from one packed qkv tensor interleave without sharing one.
   TORCH_CHECK_VALUE(!overlaps(query, key), op, ": query and key share elements (both are written)");
   TORCH_CHECK_VALUE(!overlaps(query, cos_sin_cache) && !overlaps(key, cos_sin_cache), op,
@@ -416,7 +521,8 @@ std::tuple<std::string, std::string> variant(const std::string& op, const at::Sc
   ktune::TunedChoice c;
   ktune::Status st = ktune::Status::invalid(
       "unknown op (silu_and_mul, gelu_and_mul, gelu_tanh_and_mul, rmsnorm, gemma_rmsnorm, fused_add_rmsnorm, "
-      "gemma_fused_add_rmsnorm, merge_state_v2, apply_rope_with_cos_sin_cache_inplace)");
+      "gemma_fused_add_rmsnorm, merge_state_v2, apply_rope_with_cos_sin_cache_inplace, "
+      "apply_rope_with_cos_sin_cache_inplace+set_kv_buffer)");
   if (op == "silu_and_mul") st = ktune::silu_and_mul_choice(dt, tokens, width, c);
   if (op == "gelu_and_mul") st = ktune::gelu_and_mul_choice(dt, tokens, width, c);
   if (op == "gelu_tanh_and_mul") st = ktune::gelu_tanh_and_mul_choice(dt, tokens, width, c);
@@ -426,6 +532,8 @@ std::tuple<std::string, std::string> variant(const std::string& op, const at::Sc
   if (op == "gemma_fused_add_rmsnorm") st = ktune::gemma_fused_add_rmsnorm_choice(dt, tokens, width, c);
   if (op == "merge_state_v2") st = ktune::merge_attn_states_lse_choice(dt, tokens, width, c);
   if (op == "apply_rope_with_cos_sin_cache_inplace") st = ktune::rotary_embedding_choice(dt, tokens, width, c);
+  if (op == "apply_rope_with_cos_sin_cache_inplace+set_kv_buffer")
+    st = ktune::rotary_embedding_set_kv_choice(dt, tokens, width, c);
   check(st, "variant");
   return {c.id ? c.id : "", ktune::to_string(c.source)};
 }
@@ -462,7 +570,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("query"), py::arg("key"), py::arg("head_size"), py::arg("cos_sin_cache"), py::arg("is_neox") = true,
         py::arg("fused_set_kv_buffer_arg") = py::none(), py::arg("enable_pdl") = py::none(),
         "In place: rotary embedding of query [tokens, q_heads * head_size] and key [tokens, kv_heads * head_size] at "
-        "positions [tokens], with cos_sin_cache [max_pos, rotary_dim] (float32, cos then sin); neox or GPT-J pairs");
+        "positions [tokens], with cos_sin_cache [max_pos, rotary_dim] (float32, cos then sin); neox or GPT-J pairs. "
+        "With fused_set_kv_buffer_arg (value, k_buffer, v_buffer, k_scale, v_scale, cache_loc), the same kernel also "
+        "stores the rotated k and value / scale at k_buffer[cache_loc] and v_buffer[cache_loc]");
   m.def("variant", &variant, py::arg("op"), py::arg("dtype"), py::arg("tokens"), py::arg("width"),
         "(variant id, why) for a call of op with this dtype and size on the current device; width is d, hidden, "
         "heads or query heads");

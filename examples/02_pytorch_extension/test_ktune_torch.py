@@ -311,6 +311,30 @@ def ref_rope(positions, query, key, head_size: int, cache, is_neox: bool):
     return one(query), one(key)
 
 
+def ref_set_kv(key_out, value, k_buffer, v_buffer, cache_loc, k_scale, v_scale):
+    """(k_buffer, v_buffer) after the fused store, in float64: slot cache_loc[t] of k_buffer holds token t's k as
+    rotated and stored (key_out, the kernel's own result), divided by k_scale; v_buffer's holds value[t] / v_scale
+    (None: 1). Every other slot keeps what it held."""
+    rows, heads, d = k_buffer.shape[0], key_out.shape[1], key_out.shape[2]
+    kb = k_buffer.double().reshape(rows, heads, d).clone()
+    vb = v_buffer.double().reshape(rows, heads, d).clone()
+    loc = cache_loc.long()
+    kb[loc] = key_out.double().reshape(-1, heads, d) / (1.0 if k_scale is None else k_scale)
+    vb[loc] = value.double().reshape(-1, heads, d) / (1.0 if v_scale is None else v_scale)
+    return kb, vb
+
+
+@dataclass
+class FusedSetKVBufferArg:
+    """sgl_kernel's FusedSetKVBufferArg (sgl_kernel/elementwise.py): the binding reads these attributes by name."""
+    value: object
+    k_buffer: object
+    v_buffer: object
+    k_scale: float | None
+    v_scale: float | None
+    cache_loc: object
+
+
 # ---- plain PyTorch versions, as a serving engine writes them natively (timed, not references) -------
 
 def gelu_and_mul_torch(x):
@@ -387,6 +411,19 @@ def rope_torch(positions, query, key, head_size: int, cache, is_neox: bool = Tru
         return torch.cat((out.to(x.dtype), rest), dim=-1).reshape(shape)
 
     return one(query), one(key)
+
+
+def set_kv_buffer_torch(key, value, k_buffer, v_buffer, cache_loc):
+    # SGLang's MHATokenToKVPool.set_kv_buffer (no scales): the cache rows at the tokens' slots.
+    k_buffer[cache_loc] = key.view(key.shape[0], *k_buffer.shape[1:])
+    v_buffer[cache_loc] = value.view(value.shape[0], *v_buffer.shape[1:])
+
+
+def rope_set_kv_torch(positions, query, key, head_size: int, cache, value, k_buffer, v_buffer, cache_loc):
+    # The unfused pair in plain PyTorch: the rope, then the store of its k and of v.
+    q, k = rope_torch(positions, query, key, head_size, cache)
+    set_kv_buffer_torch(k, value, k_buffer, v_buffer, cache_loc)
+    return q, k
 
 
 # ---- input values ---------------------------------------------------------------------------------
@@ -516,6 +553,74 @@ def rope_case(mod, dtype, shape: tuple, layout: str, is_neox: bool, gen, tol) ->
         v = qkv.tensor[:, qw + kw:]
         if not same_bits(v, qkv._view(qkv.initial)[:, qw + kw:]):
             problems.append("the v slice of qkv changed")
+    for buf, what in watched:
+        if not buf.unchanged_outside():
+            problems.append(f"wrote outside {what}")
+    return problems
+
+
+ROPE_KV_SHAPES = [(1, 32, 8, 128, 128, 4096, 64), (7, 40, 8, 128, 128, 64, 20), (128, 64, 8, 128, 128, 4096, 300),
+                  (5, 16, 1, 64, 64, 100, 11), (9, 4, 2, 128, 64, 33, 9), (3, 5, 3, 37, 22, 9, 7)]
+# (tokens, q_heads, kv_heads, head_size, rotary_dim, max_pos, cache slots): ROPE_SHAPES with a KV cache larger
+# than the tokens (slots no token writes must keep their bits)
+ROPE_KV_LAYOUTS = ["contiguous", "qkv_slices", "qkv_slices_3d", "kv_2d", "kv_interleaved", "offset_1"]
+# qkv_slices(_3d): query, key, value split from one packed qkv tensor (2-D or [T, heads, D]); kv_2d: k_buffer and
+# v_buffer as [slots, kv_heads * head_size]; kv_interleaved: both halves of one [slots, 2, kv_heads, head_size]
+# buffer (slot stride twice the row); offset_1: every tensor one element past 16-byte alignment
+ROPE_KV_SCALES = [(None, None), (0.5, 2.0)]
+
+
+def rope_set_kv_case(mod, dtype, shape: tuple, layout: str, is_neox: bool, scales: tuple, gen, tol) -> list[str]:
+    tokens, q_heads, kv_heads, head_size, rotary_dim, max_pos, slots = shape
+    cache = rope_cache(max_pos, rotary_dim)
+    positions = rope_positions(tokens, max_pos, gen)
+    loc = torch.randperm(slots, generator=gen, device="cuda")[:tokens]
+    qw, kw = q_heads * head_size, kv_heads * head_size
+    base = "offset_1" if layout == "offset_1" else "contiguous"
+    if layout.startswith("qkv_slices"):
+        qkv = Buffer((tokens, qw + 2 * kw), dtype, "contiguous", normal, gen)
+        if layout == "qkv_slices":
+            q, k, v = qkv.tensor.split([qw, kw, kw], dim=-1)
+        else:
+            q, k, v = qkv.tensor.view(tokens, q_heads + 2 * kv_heads, head_size).split([q_heads, kv_heads, kv_heads], dim=1)
+        watched = [(qkv, "qkv")]
+    else:
+        qb, kb_, vb_ = (Buffer((tokens, w), dtype, base, normal, gen) for w in (qw, kw, kw))
+        q, k, v = qb.tensor, kb_.tensor, vb_.tensor
+        watched = [(qb, "query"), (kb_, "key"), (vb_, "value")]
+    big = lambda n, g: normal(n, g) * 16  # slots' old contents: far from anything a call stores
+    if layout == "kv_interleaved":
+        kvb = Buffer((slots, 2 * kw), dtype, "contiguous", big, gen)
+        both = kvb.tensor.view(slots, 2, kv_heads, head_size)
+        k_buffer, v_buffer = both[:, 0], both[:, 1]
+        watched.append((kvb, "kv buffer"))
+    else:
+        kbb, vbb = (Buffer((slots, kw), dtype, base, big, gen, None if layout == "kv_2d" else (kv_heads, head_size))
+                    for _ in range(2))
+        k_buffer, v_buffer = kbb.tensor, vbb.tensor
+        watched += [(kbb, "k_buffer"), (vbb, "v_buffer")]
+    kb0, vb0 = k_buffer.clone(), v_buffer.clone()
+    v0 = v.clone()
+    want_q, want_k = ref_rope(positions, q, k, head_size, cache, is_neox)
+    arg = FusedSetKVBufferArg(v, k_buffer, v_buffer, scales[0], scales[1], loc)
+    ret = mod.apply_rope_with_cos_sin_cache_inplace(positions, q, k, head_size, cache, is_neox,
+                                                    fused_set_kv_buffer_arg=arg)
+    torch.cuda.synchronize()
+    problems = [] if ret is None else [f"returned {type(ret).__name__}, expected None (in place)"]
+    problems += compare("query", q.reshape(tokens, q_heads, head_size), want_q.to(torch.float64), tol)
+    problems += compare("key", k.reshape(tokens, kv_heads, head_size), want_k.to(torch.float64), tol)
+    want_kb, want_vb = ref_set_kv(want_k, v0, kb0, vb0, loc, *scales)
+    problems += compare("k_buffer", k_buffer.reshape(slots, kv_heads, head_size), want_kb, tol)
+    problems += compare("v_buffer", v_buffer.reshape(slots, kv_heads, head_size), want_vb, tol)
+    untouched = torch.ones(slots, dtype=torch.bool, device="cuda")
+    untouched[loc] = False
+    if not (same_bits(k_buffer[untouched], kb0[untouched]) and same_bits(v_buffer[untouched], vb0[untouched])):
+        problems.append("a cache slot no token stores into changed")
+    if scales == (None, None):  # no scale: the slot holds bitwise what key holds
+        if not same_bits(k_buffer[loc].reshape(tokens, -1), k.reshape(tokens, -1)):
+            problems.append("k_buffer's slots are not bitwise the rotated key")
+    if not same_bits(v, v0):
+        problems.append("value changed")
     for buf, what in watched:
         if not buf.unchanged_outside():
             problems.append(f"wrote outside {what}")
@@ -787,6 +892,18 @@ def test_correctness(mod, root: Path, report: Report) -> None:
                              f"{'neox' if is_neox else 'gptj'}")
                     report.run(label, lambda: rope_case(mod, dtype, shape, layout, is_neox, gen, rope_tol[dtype]))
     report.end_section("apply_rope_with_cos_sin_cache_inplace")
+    rope_kv_tol = spec_tolerances(root, "rotary_embedding_set_kv")
+    for name in DTYPE_NAMES:
+        dtype = dtype_of(name)
+        for shape in ROPE_KV_SHAPES:
+            for layout in ROPE_KV_LAYOUTS:
+                for is_neox in (True, False):
+                    for scales in ROPE_KV_SCALES:
+                        label = (f"apply_rope_with_cos_sin_cache_inplace + fused_set_kv_buffer_arg {name} {list(shape)} "
+                                 f"{layout} {'neox' if is_neox else 'gptj'} scales {scales}")
+                        report.run(label, lambda: rope_set_kv_case(mod, dtype, shape, layout, is_neox, scales, gen,
+                                                                   rope_kv_tol[dtype]))
+    report.end_section("apply_rope_with_cos_sin_cache_inplace with fused_set_kv_buffer_arg")
     for label, check in other_cases(mod, gen):
         report.run(label, check)
     report.end_section("other calls")
@@ -1086,6 +1203,14 @@ def test_errors(mod, report: Report) -> None:
     def rope(p=pos, qq=q, kk=k, head_size=64, c=cache, **kw):
         return lambda: mod.apply_rope_with_cos_sin_cache_inplace(p, qq, kk, head_size, c, **kw)
 
+    v, kb, vb = rnd(4, 128), rnd(16, 2, 64), rnd(16, 2, 64)
+    loc = torch.tensor([3, 0, 15, 7], device=dev)
+
+    def kv_arg(**kw):
+        fields = dict(value=v, k_buffer=kb, v_buffer=vb, k_scale=None, v_scale=None, cache_loc=loc)
+        fields.update(kw)
+        return FusedSetKVBufferArg(**fields)
+
     rope_cases = [
         ("float64 query and key", TypeError, rope(qq=q.double(), kk=k.double()), []),
         ("key of another dtype", TypeError, rope(kk=k.half()), [q]),
@@ -1100,7 +1225,29 @@ def test_errors(mod, report: Report) -> None:
         ("odd rotary_dim", ValueError, rope(c=torch.randn(16, 63, device=dev)), [q, k]),
         ("transposed query", ValueError, rope(qq=rnd(8 * 64, 4).t()), [k]),
         ("query and key the same tensor", ValueError, rope(kk=q[:, :128]), [q]),
-        ("fused_set_kv_buffer_arg", NotImplementedError, rope(fused_set_kv_buffer_arg=object()), [q, k]),
+        ("fused_set_kv_buffer_arg without its attributes", TypeError, rope(fused_set_kv_buffer_arg=object()), [q, k]),
+        ("fused_set_kv_buffer_arg: value of another dtype", TypeError, rope(fused_set_kv_buffer_arg=kv_arg(value=v.half())),
+         [q, k, kb, vb]),
+        ("fused_set_kv_buffer_arg: CPU k_buffer", ValueError, rope(fused_set_kv_buffer_arg=kv_arg(k_buffer=kb.cpu())),
+         [q, k, vb]),
+        ("fused_set_kv_buffer_arg: float cache_loc", TypeError,
+         rope(fused_set_kv_buffer_arg=kv_arg(cache_loc=loc.float())), [q, k, kb, vb]),
+        ("fused_set_kv_buffer_arg: cache_loc of the wrong length", ValueError,
+         rope(fused_set_kv_buffer_arg=kv_arg(cache_loc=loc[:3])), [q, k, kb, vb]),
+        ("fused_set_kv_buffer_arg: k_buffer with other heads", ValueError,
+         rope(fused_set_kv_buffer_arg=kv_arg(k_buffer=rnd(16, 3, 64))), [q, k, vb]),
+        ("fused_set_kv_buffer_arg: v_buffer with fewer slots", ValueError,
+         rope(fused_set_kv_buffer_arg=kv_arg(v_buffer=rnd(15, 2, 64))), [q, k, kb]),
+        ("fused_set_kv_buffer_arg: k_buffer is v_buffer", ValueError,
+         rope(fused_set_kv_buffer_arg=kv_arg(v_buffer=kb)), [q, k, kb]),
+        ("fused_set_kv_buffer_arg: k_buffer is key", ValueError,
+         rope(fused_set_kv_buffer_arg=kv_arg(k_buffer=k.view(4, 2, 64), v_buffer=vb[:4])), [q, k, vb]),
+        ("fused_set_kv_buffer_arg: value is query", ValueError,
+         rope(fused_set_kv_buffer_arg=kv_arg(value=q[:, :128])), [q, k, kb, vb]),
+        ("fused_set_kv_buffer_arg: k_scale 0", ValueError, rope(fused_set_kv_buffer_arg=kv_arg(k_scale=0.0)),
+         [q, k, kb, vb]),
+        ("fused_set_kv_buffer_arg: k_scale a tensor", TypeError,
+         rope(fused_set_kv_buffer_arg=kv_arg(k_scale=torch.ones(1, device=dev))), [q, k, kb, vb]),
     ]
     variant = [
         ("unknown op", ValueError, lambda: mod.variant("no_such_op", bf16, 1, 4096), []),
@@ -1350,6 +1497,7 @@ class BenchCase:
     ktune: Callable[[], object]
     plain: Callable    # the plain PyTorch function (eager, and what torch.compile compiles)
     args: tuple
+    label: str = ""    # the table's name for the row, where it is not op
 
 
 def bench_cases(mod, quick: bool, gen) -> list[BenchCase]:
@@ -1412,6 +1560,33 @@ def bench_cases(mod, quick: bool, gen) -> list[BenchCase]:
                                    lambda p=positions, kq=kq, kk=kk, c=cache:
                                    mod.apply_rope_with_cos_sin_cache_inplace(p, kq, kk, 128, c),
                                    rope_torch, (positions, q, k, 128, cache)))
+            # The rope with the KV cache store (a bf16 cache of 4 x tokens slots, the tokens' slots scattered): fused in
+            # one ktune kernel, and the unfused pair, ktune's rope then SGLang's set_kv_buffer store in PyTorch. Both
+            # rows' eager and compile columns are the same plain PyTorch rope + store.
+            slots = 4 * tokens
+            v = normal(tokens * kv_heads * 128, gen).to(dtype).view(tokens, kv_heads * 128)
+            k_buffer = torch.zeros(slots, kv_heads, 128, dtype=dtype, device="cuda")
+            v_buffer = torch.zeros_like(k_buffer)
+            loc = torch.randperm(slots, generator=gen, device="cuda")[:tokens]
+            fq, fk = q.clone(), k.clone()
+            arg = FusedSetKVBufferArg(v, k_buffer, v_buffer, None, None, loc)
+            kv_bytes = tokens * (2 * (q_heads + kv_heads) * 128 * e + 2 * 8 + 128 * 4 + 3 * kv_heads * 128 * e)
+            plain_args = (positions, q, k, 128, cache, v, k_buffer.clone(), v_buffer.clone(), loc)
+            cases.append(BenchCase("apply_rope_with_cos_sin_cache_inplace+set_kv_buffer", dtype,
+                                   (tokens, q_heads, kv_heads, 128), tokens, q_heads, kv_bytes,
+                                   lambda p=positions, fq=fq, fk=fk, c=cache, arg=arg:
+                                   mod.apply_rope_with_cos_sin_cache_inplace(p, fq, fk, 128, c,
+                                                                             fused_set_kv_buffer_arg=arg),
+                                   rope_set_kv_torch, plain_args, label="rope+set_kv fused"))
+            uq, uk = q.clone(), k.clone()
+
+            def unfused(p=positions, uq=uq, uk=uk, c=cache, v=v, kb=k_buffer, vb=v_buffer, loc=loc):
+                mod.apply_rope_with_cos_sin_cache_inplace(p, uq, uk, 128, c)
+                set_kv_buffer_torch(uk, v, kb, vb, loc)
+
+            cases.append(BenchCase("apply_rope_with_cos_sin_cache_inplace", dtype, (tokens, q_heads, kv_heads, 128),
+                                   tokens, q_heads, kv_bytes, unfused, rope_set_kv_torch, plain_args,
+                                   label="rope, then store"))
     return cases
 
 
@@ -1454,13 +1629,14 @@ def test_timing(mod, args, report: Report, results: dict) -> None:
     for case in bench_cases(mod, args.quick, gen):
         dname = name_of(case.dtype)
         shape = "[" + ", ".join(map(str, case.shape)) + "]"
+        name = case.label or case.op
         variant_id, source = mod.variant(case.op, case.dtype, case.tokens, case.width)
-        variants.append(f"{case.op:<18} {dname:<5} {shape:<17} -> {variant_id or '(general configuration)'}: {source}")
-        if compile_error is None and case.op not in compiled:
-            compiled[case.op] = torch.compile(case.plain, dynamic=False)
+        variants.append(f"{name:<18} {dname:<5} {shape:<17} -> {variant_id or '(general configuration)'}: {source}")
+        if compile_error is None and case.plain.__name__ not in compiled:
+            compiled[case.plain.__name__] = torch.compile(case.plain, dynamic=False)
         impls = {"ktune": case.ktune, "eager": lambda c=case: c.plain(*c.args)}
         if compile_error is None:
-            impls["compile"] = lambda c=case: compiled[c.op](*c.args)
+            impls["compile"] = lambda c=case: compiled[c.plain.__name__](*c.args)
         for mode in ("cold", "graph"):
             times = {}
             for impl, fn in impls.items():
@@ -1475,17 +1651,17 @@ def test_timing(mod, args, report: Report, results: dict) -> None:
                         print(f"torch.compile unavailable: {reason}")
                     elif impl == "compile":
                         times[impl] = None
-                        print(f"torch.compile'd {case.op} could not be captured in a CUDA graph: {reason}")
+                        print(f"torch.compile'd {name} could not be captured in a CUDA graph: {reason}")
                     else:
-                        report.run(f"timing {impl} {case.op} {dname} {shape} {mode}", lambda r=reason: [f"raised {r}"])
+                        report.run(f"timing {impl} {name} {dname} {shape} {mode}", lambda r=reason: [f"raised {r}"])
             k, eg, cp = times.get("ktune"), times.get("eager"), times.get("compile")
-            row = {"op": case.op, "dtype": dname, "shape": list(case.shape), "mode": mode, "ktune_us": k, "eager_us": eg,
+            row = {"op": name, "dtype": dname, "shape": list(case.shape), "mode": mode, "ktune_us": k, "eager_us": eg,
                    "compile_us": cp, "ktune_GBps": case.bytes / (k * 1e3) if k else None,
                    "speedup_vs_eager": eg / k if k and eg else None, "speedup_vs_compile": cp / k if k and cp else None,
                    "variant": variant_id, "variant_source": source}
             rows.append(row)
 
-            print(f"{case.op:<18} {dname:<5} {shape:<17} {mode:<5} {cell(k, '.2f'):>9} {cell(eg, '.2f'):>9} "
+            print(f"{name:<18} {dname:<5} {shape:<17} {mode:<5} {cell(k, '.2f'):>9} {cell(eg, '.2f'):>9} "
                   f"{cell(cp, '.2f'):>10} {cell(row['ktune_GBps'], '.0f'):>10} "
                   f"{cell(row['speedup_vs_eager'], '.2f', 'x'):>9} {cell(row['speedup_vs_compile'], '.2f', 'x'):>10}",
                   flush=True)

@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -80,8 +81,28 @@ class KtuneOps:
         self.rope_op(positions, q, k, self.head_dim, cache, True)
         return q, k
 
+    # The decode KV-cache store fused into the rope (sgl_kernel's fused_set_kv_buffer_arg): the layer calls this
+    # instead of rope() where it has a cache, and leaves the store to it.
+    stores_kv = True
+
+    def rope_and_store(self, positions, q, k, v, cache, k_buffer, v_buffer, cache_loc):
+        arg = FusedSetKVBufferArg(v, k_buffer, v_buffer, None, None, cache_loc)
+        self.rope_op(positions, q, k, self.head_dim, cache, True, fused_set_kv_buffer_arg=arg)
+        return q, k
+
     def act(self, gate_up):
         return self.act_op(gate_up)
+
+
+@dataclass
+class FusedSetKVBufferArg:
+    """sgl_kernel's FusedSetKVBufferArg: ktune_torch reads these attributes by name."""
+    value: object
+    k_buffer: object
+    v_buffer: object
+    k_scale: float | None
+    v_scale: float | None
+    cache_loc: object
 
 
 class NativeOps:
@@ -238,7 +259,12 @@ class Layer:
         self.cache = rope_cache(max(tokens, context) + 1, m.head_dim, m.rope_theta)
         if self.phase == "decode":
             self.positions = torch.full((tokens,), context - 1, dtype=torch.int64, device="cuda")
-            self.kv_cache = (randn(tokens, m.kv_heads, context, m.head_dim), randn(tokens, m.kv_heads, context, m.head_dim))
+            # Token-major, as SGLang's KV pool: [sequence, position, kv_heads, head_dim], so that a position's slot
+            # is one [kv_heads, head_dim] row of the flat [T * C, kv_heads, head_dim] buffer (the fused store's
+            # k_buffer); attention reads it as [T, kv_heads, C, head_dim] (a transposed view). Each sequence's new
+            # token goes to its last position: slot t * C + C - 1.
+            self.kv_cache = (randn(tokens, context, m.kv_heads, m.head_dim), randn(tokens, context, m.kv_heads, m.head_dim))
+            self.cache_loc = torch.arange(tokens, dtype=torch.int64, device="cuda") * context + (context - 1)
         else:
             self.positions = torch.arange(tokens, dtype=torch.int64, device="cuda")
             self.kv_cache = None
@@ -252,18 +278,21 @@ class Layer:
         return F.scaled_dot_product_attention(q, k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1),
                                               is_causal=causal)
 
-    def attention(self, q, k, v, kv_cache):
+    def attention(self, q, k, v, kv_cache, stored: bool = False):
         """q [T, H D], k and v [T, KV D] -> [T, H D]. Prefill: causal over the T tokens of one sequence. Decode:
-        each of the T sequences' new token, stored in its KV cache at the last position, against its cache."""
+        each of the T sequences' new token, stored in its KV cache at the last position (by PyTorch here unless
+        the rope `stored` it already), against its cache."""
         t, h, kv, d = q.shape[0], self.heads, self.kv_heads, self.head_dim
         if kv_cache is None:
             o = self.sdpa(q.reshape(1, t, h, d).transpose(1, 2), k.reshape(1, t, kv, d).transpose(1, 2),
                           v.reshape(1, t, kv, d).transpose(1, 2), causal=True)
             return o.transpose(1, 2).reshape(t, h * d)
         k_cache, v_cache = kv_cache
-        k_cache[:, :, -1] = k.reshape(t, kv, d)
-        v_cache[:, :, -1] = v.reshape(t, kv, d)
-        return self.sdpa(q.reshape(t, h, 1, d), k_cache, v_cache, causal=False).reshape(t, h * d)
+        if not stored:
+            k_cache[:, -1] = k.reshape(t, kv, d)
+            v_cache[:, -1] = v.reshape(t, kv, d)
+        return self.sdpa(q.reshape(t, h, 1, d), k_cache.transpose(1, 2), v_cache.transpose(1, 2),
+                         causal=False).reshape(t, h * d)
 
     def forward(self, ops, hidden, residual, w=None, kv_cache=None, attention=None):
         w = self.w if w is None else w
@@ -272,8 +301,15 @@ class Layer:
         hidden, residual = ops.add_norm(hidden, residual, w["input"])
         qkv = F.linear(hidden, w["qkv"])
         q, k, v = qkv.split([self.q_width, self.kv_width, self.kv_width], dim=-1)
-        q, k = ops.rope(self.positions, q, k, self.cache)
-        hidden = F.linear(attention(q, k, v, kv_cache), w["o"])
+        stored = kv_cache is not None and getattr(ops, "stores_kv", False)
+        if stored:  # ktune: the rope stores k and v in the cache in the same kernel
+            t, kv, d = q.shape[0], self.kv_heads, self.head_dim
+            q, k = ops.rope_and_store(self.positions, q, k, v, self.cache, kv_cache[0].view(-1, kv, d),
+                                      kv_cache[1].view(-1, kv, d), self.cache_loc)
+            hidden = F.linear(attention(q, k, v, kv_cache, stored=True), w["o"])
+        else:
+            q, k = ops.rope(self.positions, q, k, self.cache)
+            hidden = F.linear(attention(q, k, v, kv_cache), w["o"])
         if self.gemma:
             hidden = ops.norm(hidden, w["post_attention"])
         hidden, residual = ops.add_norm(hidden, residual, w["pre_feedforward" if self.gemma else "post_attention"])
@@ -292,8 +328,9 @@ class Layer:
             qh, kh, vh = (x.reshape(t, n, d).transpose(0, 1) for x, n in ((q, h), (k, kv), (v, kv)))  # [n, T, D]
         else:
             k_cache, v_cache = kv_cache
-            k_cache[:, :, -1] = k.reshape(t, kv, d)
-            v_cache[:, :, -1] = v.reshape(t, kv, d)
+            k_cache[:, -1] = k.reshape(t, kv, d)
+            v_cache[:, -1] = v.reshape(t, kv, d)
+            k_cache, v_cache = k_cache.transpose(1, 2), v_cache.transpose(1, 2)  # [T, KV, C, D]
         out = torch.empty(t, h, d, dtype=torch.float64, device="cuda")
         scale = d ** -0.5
         rep = h // kv

@@ -204,8 +204,14 @@ const char* op_text(ScalarBound::Op op) {
 }
 
 /// A range bound over Args `a`: "0", "a.max_pos".
-std::string range_cpp(const RangeBound& b) { return b.dim.empty() ? std::to_string(b.constant) : "a." + b.dim; }
-std::string range_words(const RangeBound& b) { return b.dim.empty() ? std::to_string(b.constant) : b.dim; }
+std::string range_cpp(const RangeBound& b) {
+  if (b.dim.empty()) return std::to_string(b.constant);
+  return b.constant == 1 ? "a." + b.dim : std::to_string(b.constant) + " * a." + b.dim;
+}
+std::string range_words(const RangeBound& b) {
+  if (b.dim.empty()) return std::to_string(b.constant);
+  return b.constant == 1 ? b.dim : std::to_string(b.constant) + "*" + b.dim;
+}
 
 }  // namespace
 }  // namespace derive

@@ -54,8 +54,15 @@ struct TensorInfo {
   std::size_t elements = 0;
   int element_bytes = 0;     ///< the op's dtype's, or a fixed dtype's (fp32 LSE: 4, int64 positions: 8)
   Access access = Access::read;
+  /// Bytes one call moves of the tensor where it moves only part of it (a cache written at scattered rows:
+  /// the spec's "moved"); -1: the whole tensor, once per direction.
+  std::int64_t part_moved = -1;
   bool is_output() const { return access != Access::read; }
   std::size_t bytes() const { return elements * static_cast<std::size_t>(element_bytes); }
+  /// Bytes one call moves of it: part_moved where set, else bytes(), twice for read_write.
+  std::size_t moved_bytes() const {
+    return part_moved >= 0 ? static_cast<std::size_t>(part_moved) : bytes() * (access == Access::read_write ? 2 : 1);
+  }
 };
 
 /// Host copies of a call's tensors, raw bytes, in the order of Harness::tensors().

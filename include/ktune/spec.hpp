@@ -57,8 +57,8 @@ inline const char* name(TensorDType t) {
 /// One end of an index tensor's value range: an integer or a dimension's value.
 struct RangeBound {
   std::string dim;  ///< empty for a constant
-  std::int64_t constant = 0;
-  std::int64_t value(const Shape& shape) const { return dim.empty() ? constant : shape.at(dim); }
+  std::int64_t constant = 0;  ///< the bound when dim is empty, else dim's multiplier ("2*tokens": 2)
+  std::int64_t value(const Shape& shape) const { return dim.empty() ? constant : constant * shape.at(dim); }
 };
 
 struct SpecTensor {
@@ -71,6 +71,12 @@ struct SpecTensor {
   /// validate() can check without reading the tensor (as SGLang's kernels take positions); the harness
   /// draws inside it.
   RangeBound range_lo, range_hi;
+  /// "moved" (schema 2, optional): the part of the tensor one call moves where it moves only part of it, a
+  /// cache written at scattered rows that the harness makes larger than what a call writes, so that the rows
+  /// no call writes are checked to stay as they were. Its extents and access give the tensor's bytes moved.
+  bool has_moved = false;
+  std::vector<std::vector<ExtentFactor>> moved_extents;
+  Access moved_access = Access::write;
 
   bool element_dtype() const { return dtype == TensorDType::element; }
   bool is_index() const { return dtype == TensorDType::int32 || dtype == TensorDType::int64; }
@@ -175,6 +181,7 @@ struct Spec {
       info.elements = static_cast<std::size_t>(elements(t, shape));
       info.element_bytes = t.value_bytes(dtype);
       info.access = t.access;
+      if (t.has_moved) info.part_moved = moved_bytes(t, shape, dtype);
       out.push_back(std::move(info));
     }
     return out;
@@ -188,13 +195,25 @@ struct Spec {
     return n;
   }
 
-  /// Bytes moved by one call: Σ elements × element bytes, read_write tensors counted twice.
+  /// Bytes one call moves of one tensor: its elements (or its "moved" part's) × element bytes, twice for
+  /// read_write.
+  std::int64_t moved_bytes(const SpecTensor& t, const Shape& shape, DType dtype) const {
+    std::int64_t n = 1;
+    if (t.has_moved) {
+      for (const auto& axis : t.moved_extents)
+        for (const ExtentFactor& f : axis) n = checked_mul(n, f.dim.empty() ? f.constant : shape.at(f.dim), t.name);
+    } else {
+      n = elements(t, shape);
+    }
+    const std::int64_t b = checked_mul(n, t.value_bytes(dtype), t.name);
+    return (t.has_moved ? t.moved_access : t.access) == Access::read_write ? 2 * b : b;
+  }
+
+  /// Bytes moved by one call: Σ elements × element bytes, read_write tensors counted twice; a tensor with a
+  /// "moved" part counts that part instead.
   std::int64_t bytes(const Shape& shape, DType dtype) const {
     std::int64_t total = 0;
-    for (const SpecTensor& t : tensors) {
-      const std::int64_t b = checked_mul(elements(t, shape), t.value_bytes(dtype), t.name);
-      total += t.access == Access::read_write ? 2 * b : b;
-    }
+    for (const SpecTensor& t : tensors) total += moved_bytes(t, shape, dtype);
     return total;
   }
 
@@ -348,8 +367,18 @@ RangeBound range_bound(const Json& v, const Spec& spec, const std::string& where
     b.constant = v.template get<std::int64_t>();
     if (b.constant < 0) spec_fail(where, "\"range\": bounds are non-negative integers or dimension names");
   } else if (v.is_string()) {
-    b.dim = v.template get<std::string>();
-    if (!spec.has_dim(b.dim)) spec_fail(where, "\"range\": '" + b.dim + "' is not a dimension of the spec");
+    // A dimension's name, or a positive integer times one ("2*tokens"): a cache larger than the call.
+    b.constant = 1;
+    for (const ExtentFactor& f : parse_extent(v.template get<std::string>(), spec, where + ": \"range\"")) {
+      if (f.dim.empty()) {
+        b.constant *= f.constant;
+      } else if (b.dim.empty()) {
+        b.dim = f.dim;
+      } else {
+        spec_fail(where, "\"range\": a bound names at most one dimension");
+      }
+    }
+    if (b.dim.empty()) spec_fail(where, "\"range\": a bound written as a string names a dimension");
   } else {
     spec_fail(where, "\"range\": bounds are non-negative integers or dimension names");
   }
@@ -515,6 +544,26 @@ inline Spec parse_spec(const nlohmann::ordered_json& j, const std::string& where
     else spec_fail(w, "\"access\" must be read, write or read_write, not \"" + ac + "\"");
     if (st.is_index() && st.access != Access::read)
       spec_fail(w, "an " + dt + " tensor is an index input: its \"access\" must be read");
+    if (auto m = t.find("moved"); m != t.end()) {
+      if (s.schema < 2) spec_fail(w, "\"moved\" needs \"schema\": 2");
+      if (!m->is_object() || !m->contains("shape") || !m->contains("access"))
+        spec_fail(w, "\"moved\" must be {\"shape\": [...], \"access\": ...}: the part of the tensor one call moves");
+      const auto& ms = m->at("shape");
+      if (!ms.is_array() || ms.size() != st.shape.size())
+        spec_fail(w, "\"moved\": \"shape\" must have one extent per axis of the tensor's shape");
+      for (const auto& e : ms) {
+        if (!e.is_string()) spec_fail(w, "\"moved\": shape entries are strings such as \"tokens\"");
+        st.moved_extents.push_back(detail::parse_extent(e.template get<std::string>(), s, w + ": \"moved\""));
+      }
+      const std::string ma = detail::spec_string(*m, "access", w + ": \"moved\"");
+      if (ma == "read") st.moved_access = Access::read;
+      else if (ma == "write") st.moved_access = Access::write;
+      else if (ma == "read_write") st.moved_access = Access::read_write;
+      else spec_fail(w, "\"moved\": \"access\" must be read, write or read_write, not \"" + ma + "\"");
+      if (st.access == Access::read && st.moved_access != Access::read)
+        spec_fail(w, "\"moved\": a read-only tensor's moved part is read too");
+      st.has_moved = true;
+    }
     if (s.has_dim(st.name)) spec_fail(w, "tensor name '" + st.name + "' is also a dimension");
     any_output = any_output || st.access != Access::read;
     s.tensors.push_back(std::move(st));

@@ -40,7 +40,7 @@ const char* llama_8b = R"({"model_type": "llama", "hidden_act": "silu", "hidden_
 
 TEST(Shapes, LlamaAtEachDegree) {
   const auto tp1 = derive_uses(model("Llama-3.1-8B", llama_8b), 1);
-  ASSERT_EQ(tp1.size(), 5u);
+  ASSERT_EQ(tp1.size(), 6u);
   EXPECT_TRUE(find(tp1, "rmsnorm", 4096) && find(tp1, "fused_add_rmsnorm", 4096));
   EXPECT_TRUE(find(tp1, "silu_and_mul", 14336));
   ASSERT_TRUE(find(tp1, "merge_attn_states_lse", 32));
@@ -49,6 +49,10 @@ TEST(Shapes, LlamaAtEachDegree) {
   ASSERT_TRUE(rope);
   EXPECT_EQ(extra(*rope, "kv_heads"), 8);
   EXPECT_EQ(extra(*rope, "rotary_dim"), 128);
+  // SGLang's fused rope + KV cache store at the same widths.
+  const OpUse* rope_kv = find(tp1, "rotary_embedding_set_kv", 32);
+  ASSERT_TRUE(rope_kv);
+  EXPECT_EQ(rope_kv->extra, rope->extra);
   // tp 8: the MLP and the heads split, the norms do not; one kv head per rank.
   const auto tp8 = derive_uses(model("Llama-3.1-8B", llama_8b), 8);
   EXPECT_TRUE(find(tp8, "rmsnorm", 4096));
@@ -92,6 +96,7 @@ TEST(Shapes, GemmaQwenMoeAndMla) {
   ASSERT_TRUE(find(mla, "rotary_embedding", 16));
   EXPECT_EQ(extra(*find(mla, "rotary_embedding", 16), "head_size"), 64);
   EXPECT_EQ(extra(*find(mla, "rotary_embedding", 16), "kv_heads"), 1);
+  EXPECT_FALSE(find(mla, "rotary_embedding_set_kv", 16)) << "MLA keeps a latent cache: no fused k/v store";
 }
 
 TEST(Shapes, BadConfigsAreNamed) {
@@ -141,7 +146,7 @@ TEST(Shapes, TheShippedSpecsAndCatalogueMdAreTheCataloguesGrid) {
   const std::string root = KTUNE_SOURCE_DIR;
   const Catalogue cat = load_catalogue(root + "/shapes/catalogue.json");
   const auto grids = tune_grids(cat);
-  ASSERT_EQ(grids.size(), 9u) << "every shipped SGLang op is called by some catalogue model";
+  ASSERT_EQ(grids.size(), 10u) << "every shipped SGLang op is called by some catalogue model";
   for (const auto& [op, g] : grids) {
     const std::string path = root + "/kernels/" + op + "/spec.json";
     const std::string text = read_file(path);

@@ -51,7 +51,8 @@ const std::map<std::string, std::string>& catalogue_width_dims() {
   static const std::map<std::string, std::string> dims = {
       {"rmsnorm", "h"},      {"fused_add_rmsnorm", "h"},     {"gemma_rmsnorm", "h"},
       {"gemma_fused_add_rmsnorm", "h"}, {"silu_and_mul", "d"}, {"gelu_and_mul", "d"},
-      {"gelu_tanh_and_mul", "d"},       {"merge_attn_states_lse", "heads"}, {"rotary_embedding", "q_heads"}};
+      {"gelu_tanh_and_mul", "d"},       {"merge_attn_states_lse", "heads"}, {"rotary_embedding", "q_heads"},
+      {"rotary_embedding_set_kv", "q_heads"}};
   return dims;
 }
 
@@ -123,6 +124,9 @@ std::vector<OpUse> derive_uses(const ModelConfig& m, int tp) {
       if (!(factor > 0 && factor <= 1)) throw ToolError(where + ": \"partial_rotary_factor\" must be in (0, 1]");
       const auto rotary = static_cast<std::int64_t>(std::llround(factor * static_cast<double>(head_dim)));
       use("rotary_embedding", q_heads, "num_attention_heads / tp", 1,
+          {{"kv_heads", std::max<std::int64_t>(1, kv / tp)}, {"head_size", head_dim}, {"rotary_dim", rotary}});
+      // SGLang's fused path: the same rope writing the bf16 KV cache (MLA keeps a latent cache instead).
+      use("rotary_embedding_set_kv", q_heads, "num_attention_heads / tp (rope + KV cache store)", 1,
           {{"kv_heads", std::max<std::int64_t>(1, kv / tp)}, {"head_size", head_dim}, {"rotary_dim", rotary}});
     }
   }

@@ -220,7 +220,7 @@ struct Run {
     std::size_t bytes_per_call = 0, moved = 0;
     for (const ktune::TensorInfo& t : tensors) {
       bytes_per_call += t.bytes();
-      moved += t.access == ktune::Access::read_write ? 2 * t.bytes() : t.bytes();
+      moved += t.moved_bytes();
     }
     const ktune::DeviceInfo* dev = nullptr;
     KTUNE_TRY(ktune::current_device(dev));
