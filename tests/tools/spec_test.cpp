@@ -79,7 +79,7 @@ TEST(Spec, EveryShippedOpCompilesItsSAsSglKernelDoes) {
     EXPECT_EQ(ktune::load_spec(spec.string()).original_build, "sgl-kernel") << spec;
     ++ops;
   }
-  EXPECT_EQ(ops, 9);
+  EXPECT_EQ(ops, 10);
 }
 
 TEST(Spec, RmsFloorAndOriginalBuildAreOptional) {
@@ -210,5 +210,43 @@ TEST(Spec, MalformedSchemaTwoFieldsFailNamingTheFieldAndTheReason) {
   // Schema 1 (no "schema") keeps its meaning: no scalars, no index tensors.
   { auto j = rope(); j.erase("schema"); expect_error(j, "needs \"schema\": 2"); }
   { auto j = toy(); j["scalars"] = ojson::array(); expect_error(j, "\"scalars\" needs \"schema\": 2"); }
+  // A range bound names at most one dimension; a tensor's moved part has one extent per axis and a valid access.
+  { auto j = rope(); j["tensors"][0]["range"] = ojson::array({0, "tokens*heads"}); expect_error(j, "at most one dimension"); }
+  { auto j = rope(); j["tensors"][0]["range"] = ojson::array({0, "2*3"}); expect_error(j, "names a dimension"); }
+  {
+    auto j = rope();
+    j["tensors"][2]["moved"] = ojson::parse(R"({"shape": ["tokens"], "access": "write"})");
+    expect_error(j, "one extent per axis");
+  }
+  {
+    auto j = rope();
+    j["tensors"][2]["moved"] = ojson::parse(R"({"shape": ["tokens", "heads", "128"], "access": "scatter"})");
+    expect_error(j, "\"access\" must be read, write or read_write, not \"scatter\"");
+  }
+  {
+    auto j = rope();
+    j["tensors"][1]["moved"] = ojson::parse(R"({"shape": ["tokens", "128"], "access": "write"})");
+    expect_error(j, "a read-only tensor's moved part is read too");
+  }
+}
+
+// A cache written at scattered rows (rotary_embedding_set_kv's k_buffer): the tensor is larger than what a call
+// writes, its range bound a multiple of a dimension, and the bytes moved count only the moved part.
+TEST(Spec, MovedPartAndMultipleOfADimensionRange) {
+  auto j = rope();
+  j["tensors"].push_back(ojson::parse(R"({"name": "slots", "shape": ["tokens"], "dtype": "int64", "access": "read",
+                                          "range": [0, "2*tokens"]})"));
+  j["tensors"].push_back(ojson::parse(R"({"name": "buffer", "shape": ["2*tokens", "128"], "dtype": "element",
+      "access": "read_write", "moved": {"shape": ["tokens", "128"], "access": "write"}})"));
+  const ktune::Spec s = ktune::parse_spec(j);
+  const ktune::Shape shape = s.shapes()[1];  // tokens 16
+  EXPECT_EQ(s.tensors[3].range_hi.value(shape), 32);
+  const auto infos = s.tensor_infos(shape, ktune::DType::bf16);
+  EXPECT_EQ(infos[4].elements, 32u * 128);
+  EXPECT_EQ(infos[4].part_moved, 16 * 128 * 2);
+  EXPECT_EQ(infos[4].moved_bytes(), 16u * 128 * 2);
+  EXPECT_EQ(infos[2].part_moved, -1);
+  EXPECT_EQ(infos[2].moved_bytes(), 2u * 16 * 32 * 128 * 2);
+  EXPECT_EQ(s.bytes(shape, ktune::DType::bf16), 16 * 8 + 4096 * 128 * 4 + 2 * 16 * 32 * 128 * 2 + 16 * 8 + 16 * 128 * 2);
 }
 }  // namespace
