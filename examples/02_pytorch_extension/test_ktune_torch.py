@@ -312,9 +312,9 @@ def ref_rope(positions, query, key, head_size: int, cache, is_neox: bool):
 
 
 def ref_set_kv(key_out, value, k_buffer, v_buffer, cache_loc, k_scale, v_scale):
-    """(k_buffer, v_buffer) after the fused store, in float64: slot cache_loc[t] of k_buffer holds token t's k as
-    rotated and stored (key_out, the kernel's own result), divided by k_scale; v_buffer's holds value[t] / v_scale
-    (None: 1). Every other slot keeps what it held."""
+    """(k_buffer, v_buffer) after the fused store, in float64: slot cache_loc[t] of k_buffer holds token t's rotated
+    k (key_out, ref_rope's float64 result) divided by k_scale; v_buffer's holds value[t] / v_scale (None: 1). Every
+    other slot keeps what it held."""
     rows, heads, d = k_buffer.shape[0], key_out.shape[1], key_out.shape[2]
     kb = k_buffer.double().reshape(rows, heads, d).clone()
     vb = v_buffer.double().reshape(rows, heads, d).clone()
