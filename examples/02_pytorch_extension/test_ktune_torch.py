@@ -10,6 +10,8 @@
    1b. views of one buffer: views that interleave without sharing an element (q and k split from one packed
    qkv tensor, the halves of a [T, 2h] buffer, rows of different strides) are taken and computed right;
    views that share an element, and transposed pairs, are refused with ValueError and nothing written;
+   the rope with fused_set_kv_buffer_arg also against the KV cache's float64 reference, every slot no token
+   stores into checked bit for bit;
 2. errors: wrong dtypes raise TypeError, wrong devices, shapes and layouts ValueError, and a call that
    raises has written nothing;
 3. CUDA graphs: each op captured and replayed gives bitwise the eager result, also on new input data;
@@ -1389,6 +1391,41 @@ def graph_rope(mod, dtype, tokens: int, q_heads: int, kv_heads: int, head_size: 
     return problems
 
 
+def graph_rope_set_kv(mod, dtype, tokens: int, q_heads: int, kv_heads: int, head_size: int, is_neox: bool,
+                      gen) -> list[str]:
+    """The fused rope + KV-cache store captured once, replayed on new q, k, v, positions and slots."""
+    cache = rope_cache(4096, head_size)
+    positions = rope_positions(tokens, 4096, gen)
+    slots = 3 * tokens
+    q = torch.empty(tokens, q_heads * head_size, device="cuda", dtype=dtype)
+    k = torch.empty(tokens, kv_heads * head_size, device="cuda", dtype=dtype)
+    v = torch.empty_like(k)
+    kb = torch.zeros(slots, kv_heads, head_size, device="cuda", dtype=dtype)
+    vb = torch.zeros_like(kb)
+    loc = torch.randperm(slots, generator=gen, device="cuda")[:tokens]
+    arg = FusedSetKVBufferArg(v, kb, vb, None, None, loc)
+    graph, _ = capture(lambda: mod.apply_rope_with_cos_sin_cache_inplace(positions, q, k, head_size, cache, is_neox,
+                                                                         fused_set_kv_buffer_arg=arg))
+    problems = []
+    for round_ in range(2):
+        q0, k0, v0 = (normal(t.numel(), gen).to(dtype).view_as(t) for t in (q, k, v))
+        kb0, vb0 = (normal(t.numel(), gen).to(dtype).view_as(t) for t in (kb, vb))
+        positions.copy_(rope_positions(tokens, 4096, gen))
+        loc.copy_(torch.randperm(slots, generator=gen, device="cuda")[:tokens])
+        want = [t.clone() for t in (q0, k0, kb0, vb0)]
+        mod.apply_rope_with_cos_sin_cache_inplace(positions, want[0], want[1], head_size, cache, is_neox,
+                                                  fused_set_kv_buffer_arg=FusedSetKVBufferArg(v0, want[2], want[3],
+                                                                                              None, None, loc))
+        for t, t0 in ((q, q0), (k, k0), (v, v0), (kb, kb0), (vb, vb0)):
+            t.copy_(t0)
+        graph.replay()
+        torch.cuda.synchronize()
+        for got, w, what in zip((q, k, kb, vb), want, ("query", "key", "k_buffer", "v_buffer")):
+            if not same_bits(got, w):
+                problems.append(f"round {round_}: replayed {what} differs from eager")
+    return problems
+
+
 def graph_norm(mod, op: str, dtype, tokens: int, hidden: int, gen) -> list[str]:
     """rmsnorm / gemma_rmsnorm into a given out, captured and replayed on fresh inputs."""
     x = norm_input(tokens * hidden, gen).to(dtype).view(tokens, hidden)
@@ -1428,6 +1465,9 @@ def test_graphs(mod, report: Report) -> None:
         for tokens, q_heads, kv_heads, head_size, is_neox in ((64, 32, 8, 128, True), (7, 16, 1, 64, False)):
             report.run(f"apply_rope_with_cos_sin_cache_inplace {name} [{tokens}, {q_heads}/{kv_heads}, {head_size}]",
                        lambda: graph_rope(mod, dtype, tokens, q_heads, kv_heads, head_size, is_neox, gen))
+            report.run(f"apply_rope_with_cos_sin_cache_inplace + fused_set_kv_buffer_arg {name} "
+                       f"[{tokens}, {q_heads}/{kv_heads}, {head_size}]",
+                       lambda: graph_rope_set_kv(mod, dtype, tokens, q_heads, kv_heads, head_size, is_neox, gen))
     report.end_section("CUDA graphs")
 
 
