@@ -45,6 +45,10 @@ struct ChainInfo {
   bool effective = false;
   double release_to_start_us = -1;
   double delay_us = 0;
+  /// Each trial's start of the dependent after its producer's release (the producer waits 200 us: a figure
+  /// near 200 or above it is a dependent that did not start early).
+  static constexpr int trials = 5;
+  double start_after_release_us[trials] = {};
 };
 
 namespace detail {
@@ -162,20 +166,24 @@ class DependentChain {
   }
 
   /// Once per process, on `stream` (nothing else running): a producer with a long delay, then a one-block
-  /// dependent launched with PDL that records when it started, five times. The producer's delay before it
-  /// writes is then four times the slowest start after the release plus 5 us, within [10, 100] us (20 us where
-  /// no dependent started early: then the chain checks nothing more than stream order, and says so).
+  /// dependent launched with PDL that records when it started, five times after one warm-up pair. The
+  /// producer's delay before it writes is then four times the slowest start after the release plus 5 us, within
+  /// [10, 100] us (20 us where some dependent did not start early: then the chain checks nothing more than
+  /// stream order, and says so). Both kernels are loaded first: with lazy module loading (CUDA's default) the
+  /// first launch of a kernel loads its module, and that launch waits for the work before it, PDL or not.
   Status calibrate(cudaStream_t stream) {
     if (info_.calibrated) return Status::success();
     int device = 0;
     KTUNE_CUDA_TRY(cudaGetDevice(&device));
     KTUNE_CUDA_TRY(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
+    cudaFuncAttributes loaded{};
+    KTUNE_CUDA_TRY(cudaFuncGetAttributes(&loaded, detail::chain_producer_kernel<>));
+    KTUNE_CUDA_TRY(cudaFuncGetAttributes(&loaded, detail::chain_probe_kernel<>));
     if (!stamps_) KTUNE_CUDA_TRY(cudaMalloc(&stamps_, 2 * sizeof(unsigned long long)));
     constexpr std::uint64_t probe_delay_ns = 200000;
-    constexpr int trials = 5;
     double slowest_ns = 0;
     int early = 0;
-    for (int trial = 0; trial < trials; ++trial) {
+    for (int trial = -1; trial < ChainInfo::trials; ++trial) {
       detail::ChainCopies none{};
       detail::chain_producer_kernel<><<<sms_, producer_threads, 0, stream>>>(none, probe_delay_ns, stamps_);
       KTUNE_CUDA_TRY(cudaGetLastError());
@@ -192,14 +200,16 @@ class DependentChain {
       unsigned long long t[2] = {0, 0};
       KTUNE_CUDA_TRY(cudaMemcpyAsync(t, stamps_, sizeof t, cudaMemcpyDeviceToHost, stream));
       KTUNE_CUDA_TRY(cudaStreamSynchronize(stream));
+      if (trial < 0) continue;  // the warm-up
       const double after = static_cast<double>(static_cast<long long>(t[1] - t[0]));
+      info_.start_after_release_us[trial] = after * 1e-3;
       if (after < static_cast<double>(probe_delay_ns)) {
         ++early;
         slowest_ns = std::max(slowest_ns, after);
       }
     }
     info_.calibrated = true;
-    info_.effective = early == trials;
+    info_.effective = early == ChainInfo::trials;
     info_.release_to_start_us = info_.effective ? slowest_ns * 1e-3 : -1;
     info_.delay_us = info_.effective ? std::min(100.0, std::max(10.0, 4 * info_.release_to_start_us + 5)) : 20.0;
     return Status::success();

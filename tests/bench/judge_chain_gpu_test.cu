@@ -240,6 +240,9 @@ TEST(JudgeChainGpu, ADependentLaunchedWithPdlStartsBeforeItsProducerWrites) {
   const ktune::bench::ChainInfo& c = chain.info();
   std::printf("[ chain  ] a dependent started %.2f us after its producer's release; the producer writes %.1f us after it\n",
               c.release_to_start_us, c.delay_us);
+  std::printf("[ chain  ] each trial's start after the release (200 us: not early):");
+  for (double us : c.start_after_release_us) std::printf(" %.2f", us);
+  std::printf(" us\n");
   EXPECT_TRUE(c.calibrated);
   if (major < 9) GTEST_SKIP() << "no programmatic dependent launch before sm_90";
   EXPECT_TRUE(c.effective) << "no dependent started early: the chain would check stream order only";
