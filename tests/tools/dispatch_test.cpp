@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "ktune/dispatch.hpp"
+#include "ktune/report.hpp"
 #include "ktune/tables.hpp"
 
 namespace {
@@ -141,6 +142,114 @@ TEST(Dispatch, TableRowsFollowTheRule) {
   EXPECT_EQ(row_for(tree, 4, 1024), "a");
   EXPECT_EQ(row_for(tree, 16, 1024), "b");
   EXPECT_EQ(tree.size(), 2u) << "one column, two token buckets, the widths merged";
+}
+
+/// Adds variant `id` at `us` (a screen) to `s`, within its noise band when `in_band`.
+void add_variant(ShapeResult& s, const char* id, double us, bool in_band) {
+  VariantResult v;
+  v.id = id;
+  v.sweep = Measure{us, 0.001, 10, {}};
+  s.variants.push_back(v);
+  if (in_band) s.within_band.push_back(id);
+}
+
+/// At width 1024 the cluster-split story of the norms: "a" wins at 4 tokens and is 40% slower at 16, "b" the
+/// reverse; "c" is 3% off the winner at both, and within the noise band of neither.
+DTypeResult regime_edge() {
+  DTypeResult d;
+  d.dtype = "fp16";
+  d.general.id = "b";
+  for (std::int64_t t : {1, 4, 16, 64}) {
+    ShapeResult s = t <= 4 ? shape(t, 1024, 1.0, 1.4) : shape(t, 1024, 1.4, 1.0);
+    add_variant(s, "c", 1.03, false);
+    d.shapes.push_back(s);
+  }
+  return d;
+}
+
+TEST(Dispatch, BracketTakesTheVariantGoodAtBothEndsOfAGap) {
+  const DTypeResult d = regime_edge();
+  // "c" is no shape's winner nor in any band: the bracket rule never considers it (its candidates are what the
+  // shapes ranked near the top), so between 4 and 16 "a" and "b" tie on the worst regret (40%) and their sums.
+  const Dispatch plain(DispatchRule::bracket, training_shapes(d), "b");
+  EXPECT_EQ(plain.choose(8, 1024), "a") << "a tie keeps the smaller id";
+
+  // Once 16's band holds "c" (3% off at 4, within 16's band), c is the least worst regret in the gap.
+  DTypeResult banded = d;
+  for (ShapeResult& s : banded.shapes)
+    if (s.tokens == 16) s.within_band.push_back("c");
+  const Dispatch bracket(DispatchRule::bracket, training_shapes(banded), "b");
+  const Dispatch nearest(DispatchRule::nearest, training_shapes(banded), "b");
+  for (std::int64_t t : {5, 8, 9, 15}) {
+    EXPECT_EQ(bracket.choose(t, 1024), "c") << t;
+    EXPECT_EQ(nearest.choose(t, 1024), t <= 8 ? "a" : "b") << t << ": nearest cuts the gap at its midpoint";
+  }
+  EXPECT_EQ(bracket.choose(4, 1024), "a") << "a measured shape keeps its winner";
+  EXPECT_EQ(bracket.choose(16, 1024), "b");
+  EXPECT_EQ(bracket.choose(2, 1024), "a") << "between two shapes a wins, a is the least worst";
+  EXPECT_EQ(bracket.choose(32, 1024), "b");
+  EXPECT_EQ(bracket.choose(100000, 1024), "b") << "beyond the grid: the edge's winner";
+  EXPECT_EQ(bracket.choose(8, 4000), "c") << "a width past the last measured one: the nearest width line";
+  // The cells: each measured token count, the gaps, and each gap's geometric midpoint; the widths as nearest's.
+  EXPECT_EQ(bracket.token_bounds(), (std::vector<std::int64_t>{1, 2, 3, 4, 8, 15, 16, 32, 63}));
+  EXPECT_TRUE(bracket.width_bounds().empty());
+
+  // The table: the gap between 4 and 16 is one row of c, the measured shapes keep their winners.
+  LoadedResults in;
+  in.label = "nvidia-h200/toyop.json";
+  in.selection.op = "toyop";
+  in.selection.gpu = "NVIDIA H200";
+  in.selection.gpu_slug = "nvidia-h200";
+  in.selection.arch = 90;
+  in.selection.tokens_dim = "tokens";
+  in.selection.width_dim = "d";
+  in.selection.dtypes = {banded};
+  const auto rows = table_rows({in}, {{"nvidia-h200", DispatchRule::bracket}});
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(std::make_pair(rows[0].id, rows[0].tokens_max), std::make_pair(std::string("a"), std::int64_t{4}));
+  EXPECT_EQ(std::make_pair(rows[1].id, rows[1].tokens_max), std::make_pair(std::string("c"), std::int64_t{15}));
+  EXPECT_EQ(rows[2].id, "b");
+}
+
+TEST(Dispatch, BracketWithNoVariantTimedAtBothEndsCutsTheGapAtItsMidpoint) {
+  DTypeResult d;
+  d.general.id = "b";
+  d.shapes = {shape(4, 1024, 1.0, std::nullopt), shape(16, 1024, std::nullopt, 1.0)};
+  const Dispatch bracket(DispatchRule::bracket, training_shapes(d), "b");
+  EXPECT_EQ(bracket.choose(8, 1024), "a");  // 8 = sqrt(4 * 16): the nearer end, or a tie, keeps the lower one
+  EXPECT_EQ(bracket.choose(9, 1024), "b");
+  EXPECT_EQ(bracket.token_bounds(), (std::vector<std::int64_t>{3, 4, 8, 15}));
+}
+
+TEST(Dispatch, BracketReadsTheNearestWidthLineOnly) {
+  // Width 1024: a wins at 4, b at 16 (c 3% off at both, in 16's band). Width 4096: b everywhere, c nowhere timed.
+  DTypeResult d = regime_edge();
+  for (ShapeResult& s : d.shapes)
+    if (s.tokens == 16) s.within_band.push_back("c");
+  for (std::int64_t t : {4, 16}) d.shapes.push_back(shape(t, 4096, 1.4, 1.0));
+  const Dispatch bracket(DispatchRule::bracket, training_shapes(d), "b");
+  EXPECT_EQ(bracket.choose(8, 2048), "c") << "2048 <= sqrt(1024 * 4096): the 1024 line";
+  EXPECT_EQ(bracket.choose(8, 2049), "b") << "the 4096 line, where c has no time";
+  EXPECT_EQ(bracket.width_bounds(), (std::vector<std::int64_t>{2048}));
+}
+
+TEST(Dispatch, TheReportComputesTheComparisonOnceForBothIndexPages) {
+  LoadedResults in;
+  in.label = "nvidia-h200/toyop.json";
+  in.selection.op = "toyop";
+  in.selection.gpu = "NVIDIA H200";
+  in.selection.gpu_slug = "nvidia-h200";
+  in.selection.dtypes = {two_regimes()};
+  const DispatchSection section = dispatch_section({&in});
+  ASSERT_NE(section.markdown.find("## Dispatch of shapes the tables did not select on"), std::string::npos);
+  ASSERT_NE(section.html.find("<h2>Dispatch of shapes the tables did not select on</h2>"), std::string::npos);
+  // What the pages compute themselves is what they are handed, and a handed section is used as it is.
+  EXPECT_NE(index_markdown("nvidia-h200", {&in}).find(section.markdown), std::string::npos);
+  EXPECT_NE(index_html("nvidia-h200", {&in}).find(section.html), std::string::npos);
+  const DispatchSection handed{"\nhanded markdown", "<p>handed html</p>"};
+  EXPECT_NE(index_markdown("nvidia-h200", {&in}, {}, &handed).find("handed markdown"), std::string::npos);
+  EXPECT_EQ(index_markdown("nvidia-h200", {&in}, {}, &handed).find("## Dispatch"), std::string::npos);
+  EXPECT_NE(index_html("nvidia-h200", {&in}, {}, &handed).find("<p>handed html</p>"), std::string::npos);
 }
 
 }  // namespace

@@ -342,8 +342,9 @@ int cmd_report(const std::vector<std::string>& argv) {
       outputs.emplace_back(join_path(dir, r->selection.op + ".html"), op_html(*r));
     }
     const std::vector<std::string> upstream = upstream_pages(dir);
-    outputs.emplace_back(join_path(dir, "index.md"), index_markdown(slug, list, upstream));
-    outputs.emplace_back(join_path(dir, "index.html"), index_html(slug, list, upstream));
+    const DispatchSection dispatch = dispatch_section(list);  // once for both pages
+    outputs.emplace_back(join_path(dir, "index.md"), index_markdown(slug, list, upstream, &dispatch));
+    outputs.emplace_back(join_path(dir, "index.html"), index_html(slug, list, upstream, &dispatch));
   }
   int stale = 0;
   for (const auto& [path, text] : outputs) {

@@ -189,6 +189,8 @@ Dispatch::Dispatch(DispatchRule rule, std::vector<const ShapeResult*> train, std
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
     tree_ = grow(lr, train_, all, general_);
   }
+  if (rule_ == DispatchRule::bracket)
+    for (const ShapeResult* s : train_) lines_[s->width].emplace(s->tokens, s);
 }
 Dispatch::~Dispatch() = default;
 Dispatch::Dispatch(Dispatch&&) noexcept = default;
@@ -215,35 +217,28 @@ std::string Dispatch::choose(std::int64_t tokens, std::int64_t width) const {
       return best->winner;
     }
     case DispatchRule::bracket: {
-      // The measured values either side of the call on each axis (the value itself when measured), then the
-      // shapes at those: when the call's cell is a hole in the grid, the neighbours around it.
-      auto around = [](const std::vector<std::int64_t>& grid, std::int64_t v, bool widen) {
-        const auto it = std::lower_bound(grid.begin(), grid.end(), v);
-        std::vector<std::int64_t> out;
-        if (it != grid.end() && *it == v && !widen) return std::vector<std::int64_t>{v};
-        if (it != grid.begin()) out.push_back(*std::prev(it));
-        if (it != grid.end()) out.push_back(*it);
-        if (widen && it != grid.end() && *it == v && std::next(it) != grid.end()) out.push_back(*std::next(it));
-        return out;
-      };
-      std::vector<const ShapeResult*> near;
-      for (bool widen : {false, true}) {
-        const auto ts = around(tokens_, tokens, widen), ws = around(widths_, width, widen);
-        for (const ShapeResult* s : train_)
-          if (std::count(ts.begin(), ts.end(), s->tokens) && std::count(ws.begin(), ws.end(), s->width)) near.push_back(s);
-        if (!near.empty()) break;
-      }
-      if (near.size() == 1) return near[0]->winner;
-      const LogRegrets lr(near, general_);
-      std::string best = near[0]->winner;
+      // The width line: the measured width whose cell (cut at geometric midpoints) holds the call.
+      const auto wb = cell_bounds(widths_);
+      const auto& line = lines_.at(widths_[static_cast<std::size_t>(std::lower_bound(wb.begin(), wb.end(), width) - wb.begin())]);
+      const auto hi = line.lower_bound(tokens);
+      if (hi != line.end() && hi->first == tokens) return hi->second->winner;
+      if (hi == line.begin()) return hi->second->winner;
+      if (hi == line.end()) return std::prev(hi)->second->winner;
+      const ShapeResult* below = std::prev(hi)->second;
+      const ShapeResult* above = hi->second;
+      // The least worst log-regret over the two shapes, then the least sum; ties keep the smaller id.
+      const LogRegrets lr({below, above}, general_);
+      std::string best;
       double best_worst = inf, best_sum = inf;
       for (std::size_t k = 0; k < lr.ids.size(); ++k) {
-        double worst = 0, sum = 0;
-        for (const auto& row : lr.at) worst = std::max(worst, row[k]), sum += row[k];
+        const double worst = std::max(lr.at[0][k], lr.at[1][k]), sum = lr.at[0][k] + lr.at[1][k];
+        if (!std::isfinite(worst)) continue;
         if (worst < best_worst - 1e-12 || (std::fabs(worst - best_worst) <= 1e-12 && sum < best_sum - 1e-12))
           best = lr.ids[k], best_worst = worst, best_sum = sum;
       }
-      return best;
+      if (!best.empty()) return best;
+      // No variant timed at both: the nearer shape's winner (the nearest rule along the line).
+      return tokens <= bucket_upper_bounds({below->tokens, above->tokens})[0] ? below->winner : above->winner;
     }
     case DispatchRule::tree: {
       const Node* n = tree_.get();
@@ -255,28 +250,27 @@ std::string Dispatch::choose(std::int64_t tokens, std::int64_t width) const {
   return general_;
 }
 
-namespace {
-/// The bracket rule's cells: each measured value alone, and the values strictly between two of them.
-std::vector<std::int64_t> point_and_gap_bounds(const std::vector<std::int64_t>& values) {
-  std::set<std::int64_t> b;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (values[i] > 1) b.insert(values[i] - 1);
-    if (i + 1 < values.size()) b.insert(values[i]);
-  }
-  return {b.begin(), b.end()};
-}
-}  // namespace
-
 std::vector<std::int64_t> Dispatch::token_bounds() const {
-  if (rule_ == DispatchRule::bracket) return point_and_gap_bounds(tokens_);
   std::set<std::int64_t> b;
+  if (rule_ == DispatchRule::bracket) {
+    // Per width line: each measured token count alone, the gaps between them, and each gap's geometric midpoint
+    // (where a gap with no variant timed at both ends changes from one end's winner to the other's).
+    for (const auto& [width, line] : lines_) {
+      std::vector<std::int64_t> v;
+      for (const auto& [tokens, s] : line) v.push_back(tokens);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (v[i] > 1) b.insert(v[i] - 1);
+        if (i + 1 < v.size()) b.insert({v[i], bucket_upper_bounds({v[i], v[i + 1]})[0]});
+      }
+    }
+    return {b.begin(), b.end()};
+  }
   for (std::int64_t v : cell_bounds(tokens_)) b.insert(v);
   collect_bounds(tree_.get(), 0, b);
   return {b.begin(), b.end()};
 }
 
 std::vector<std::int64_t> Dispatch::width_bounds() const {
-  if (rule_ == DispatchRule::bracket) return point_and_gap_bounds(widths_);
   std::set<std::int64_t> b;
   for (std::int64_t v : cell_bounds(widths_)) b.insert(v);
   collect_bounds(tree_.get(), 1, b);

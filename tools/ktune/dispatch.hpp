@@ -9,10 +9,13 @@
 //   tree     a decision tree over (log2 tokens, log2 width) in the spirit of PetaBricks' input classifiers and
 //            ISAAC: each leaf holds the one variant with the least summed log-regret over its shapes; a split
 //            must save more than `tree_min_gain` of summed log time per shape it divides
-//   bracket  at a measured shape its winner; between measured shapes, the variant whose worst log-regret over
-//            the measured shapes that bracket the call (the token counts and widths either side of it) is least:
-//            a call between a regime's last measured shape and the next regime's first gets a variant good at
-//            both, not the winner of whichever is nearer
+//   bracket  at a measured shape its winner; on the measured width nearest the call in log width (cells cut at
+//            geometric midpoints), a call strictly between two measured token counts takes the variant whose worst log-regret
+//            over those two shapes is least (of the variants either shape chose or found within its noise band, and
+//            the general configuration; it must be timed at both): a call between a regime's last measured token
+//            count and the next regime's first gets a variant good at both, not the winner of whichever is nearer.
+//            With no variant timed at both, the nearer shape's winner; beyond the measured token counts, the
+//            edge's winner. The choice is constant over each gap, so the table's cells stay rectangles.
 //   general  the dtype's general configuration everywhere
 //
 // Each is judged by leaving data out: one shape at a time, one token count or width at a time (a call
@@ -69,6 +72,8 @@ class Dispatch {
   std::string general_;
   std::vector<std::int64_t> tokens_, widths_;  ///< distinct training values, ascending
   std::unique_ptr<Node> tree_;
+  /// The bracket rule's width lines: per measured width, its measured shapes by token count.
+  std::map<std::int64_t, std::map<std::int64_t, const ShapeResult*>> lines_;
 };
 
 /// One rule's regrets under one check ("shape": leave one shape out; "line": leave one token count or width

@@ -48,13 +48,18 @@ std::string op_markdown(const LoadedResults& r);
 std::string op_html(const LoadedResults& r);
 /// `upstream`: pages beside the results, relative to the GPU's folder (upstream/*.md, written by
 /// bench/upstream's ktune_vs_flashinfer), which the index links to.
+/// The index's section on how the tables answer shapes they did not select on (report_dispatch.cpp), in both
+/// forms: the rules' comparison refits every rule many times over, so `ktune report` computes it once per GPU and
+/// hands it to both pages. Empty when no op and dtype has two selection shapes.
+struct DispatchSection {
+  std::string markdown, html;
+};
+DispatchSection dispatch_section(const std::vector<const LoadedResults*>& ops);
+/// `dispatch`: the section computed by dispatch_section(ops); null: computed here.
 std::string index_markdown(const std::string& slug, const std::vector<const LoadedResults*>& ops,
-                           const std::vector<std::string>& upstream = {});
-/// The index's section on how the tables answer shapes they did not select on (report_dispatch.cpp).
-std::string dispatch_index_markdown(const std::vector<const LoadedResults*>& ops);
-std::string dispatch_index_html(const std::vector<const LoadedResults*>& ops);
+                           const std::vector<std::string>& upstream = {}, const DispatchSection* dispatch = nullptr);
 std::string index_html(const std::string& slug, const std::vector<const LoadedResults*>& ops,
-                       const std::vector<std::string>& upstream = {});
+                       const std::vector<std::string>& upstream = {}, const DispatchSection* dispatch = nullptr);
 
 /// Text made safe for an HTML page, and for a markdown table cell ('|' escaped, newlines as spaces).
 std::string html_escape(const std::string& s);

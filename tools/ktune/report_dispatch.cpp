@@ -81,17 +81,14 @@ std::vector<Part> dispatch_parts(const std::vector<const LoadedResults*>& ops) {
 
 }  // namespace
 
-std::string dispatch_index_markdown(const std::vector<const LoadedResults*>& ops) {
+DispatchSection dispatch_section(const std::vector<const LoadedResults*>& ops) {
   const auto parts = dispatch_parts(ops);
-  if (parts.empty()) return "";
-  std::string o = "\n## Dispatch of shapes the tables did not select on\n\n" + markdown(parts);
-  o.pop_back();
-  return o;
-}
-
-std::string dispatch_index_html(const std::vector<const LoadedResults*>& ops) {
-  const auto parts = dispatch_parts(ops);
-  return parts.empty() ? "" : "<h2>Dispatch of shapes the tables did not select on</h2>\n" + html(parts);
+  if (parts.empty()) return {};
+  DispatchSection out;
+  out.markdown = "\n## Dispatch of shapes the tables did not select on\n\n" + markdown(parts);
+  out.markdown.pop_back();
+  out.html = "<h2>Dispatch of shapes the tables did not select on</h2>\n" + html(parts);
+  return out;
 }
 
 }  // namespace ktune::tool
