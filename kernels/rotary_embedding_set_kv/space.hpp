@@ -54,6 +54,9 @@ struct Space {
         .require(tpb % arch.warp_size == 0, "tpb is a whole number of warps")
         .require(2 * vb * hpt >= min_bytes_in_flight,
                  "2 * vb * hpt >= 16 bytes in flight per thread (Little's law for HBM at full occupancy)")
+        .require(hpt < 8 || vb <= 4,
+                 "hpt 8 only with vb <= 4: eight heads' vectors of 8 or 16 bytes with their q/k/cache addresses spill "
+                 "(ptxas for sm_90: 8-184 bytes a thread at tpb 128-512, docs/gpu-log.md)")
         .require(pdl == 0 || arch.pdl, "pdl only where the architecture has programmatic dependent launch");
   }
 
