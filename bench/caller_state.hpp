@@ -291,28 +291,27 @@ inline Status restore_caller_state(cudaStream_t stream, const CallerState& want,
   // A stream attribute the runtime will not set to the caller's value (a synchronisation policy never set reads
   // as none, and setting Auto back may be refused) is put back by copying every attribute of a fresh stream,
   // which holds the never-set values, and then setting the others again.
-  bool refused = false;
-  for (int k = 0; k < CallerState::stream_attributes; ++k)
-    if (q.stream_attribute[k] && !detail::same_attribute(k, now.stream_attribute[k], want.stream_attribute[k])) {
-      cudaLaunchAttributeValue v = want.stream_attribute[k];
-      persisting |= CallerState::stream_attribute_ids[k] == cudaLaunchAttributeAccessPolicyWindow;
-      if (cudaStreamSetAttribute(stream, CallerState::stream_attribute_ids[k], &v) != cudaSuccess) {
-        (void)cudaGetLastError();
-        refused = true;
+  auto put_back_attributes = [&] {
+    bool refused = false;
+    for (int k = 0; k < CallerState::stream_attributes; ++k)
+      if (q.stream_attribute[k] && !detail::same_attribute(k, now.stream_attribute[k], want.stream_attribute[k])) {
+        cudaLaunchAttributeValue v = want.stream_attribute[k];
+        persisting |= CallerState::stream_attribute_ids[k] == cudaLaunchAttributeAccessPolicyWindow;
+        if (cudaStreamSetAttribute(stream, CallerState::stream_attribute_ids[k], &v) != cudaSuccess) {
+          (void)cudaGetLastError();
+          refused = true;
+        }
       }
-    }
-  if (refused) {
+    return refused;
+  };
+  if (put_back_attributes()) {
     cudaStream_t fresh = nullptr;
     KTUNE_CUDA_TRY(cudaStreamCreateWithFlags(&fresh, cudaStreamNonBlocking));
     const cudaError_t copied = cudaStreamCopyAttributes(stream, fresh);
     KTUNE_CUDA_TRY(cudaStreamDestroy(fresh));
     KTUNE_CUDA_TRY(copied);
     KTUNE_TRY(snapshot_caller_state(stream, q, now));
-    for (int k = 0; k < CallerState::stream_attributes; ++k)
-      if (q.stream_attribute[k] && !detail::same_attribute(k, now.stream_attribute[k], want.stream_attribute[k])) {
-        cudaLaunchAttributeValue v = want.stream_attribute[k];
-        if (cudaStreamSetAttribute(stream, CallerState::stream_attribute_ids[k], &v) != cudaSuccess) (void)cudaGetLastError();
-      }
+    (void)put_back_attributes();  // what still differs is named in `left` below
   }
   // Lines the call marked persisting stay so until they are reset: the next variant must not find them.
   if (persisting) KTUNE_CUDA_TRY(cudaCtxResetPersistingL2Cache());
