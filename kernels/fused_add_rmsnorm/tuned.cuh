@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/fused_add_rmsnorm.json (0x5cd98c75fd263343): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/fused_add_rmsnorm.json (0x8f3d9692828377ac): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/fused_add_rmsnorm.json (0xdf1af0cf4ce63a21): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T14:44:54+00:00, commit 745fab4086eccce2efaaa91a5995d3acbe826eb3-dirty
 //     cells between its measured shapes: the bracket rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -45,29 +45,30 @@ struct V15 { static constexpr char id[] = "vb_16.vpt_4.stage_6.cs_1.pdl_1"; };  
 struct V16 { static constexpr char id[] = "vb_16.vpt_8.stage_4.cs_1.pdl_1"; };  // fp32, sm_90
 struct V17 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
 struct V18 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_1.pdl_1"; };  // fp32, sm_90
-struct V19 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_2.pdl_1"; };  // fp32, sm_90
-struct V20 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_2.pdl_1"; };  // fp32, sm_90
+struct V19 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_2.pdl_1"; };  // fp32, sm_90
+struct V20 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_2.pdl_1"; };  // fp32, sm_90
 struct V21 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_4.pdl_1"; };  // fp32, sm_90
 struct V22 { static constexpr char id[] = "vb_16.vpt_4.stage_6.cs_1.pdl_1"; };  // fp32, sm_90
 struct V23 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_1.pdl_1"; };  // fp32, sm_90
-struct V24 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_1.pdl_1"; };  // fp32, sm_90
-struct V25 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // fp32, sm_90
+struct V24 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // fp32, sm_90
+struct V25 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_4.pdl_1"; };  // fp32, sm_90
 struct V26 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_4.pdl_1"; };  // fp32, sm_90
-struct V27 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_8.pdl_1"; };  // fp32, sm_90
+struct V27 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_8.pdl_1"; };  // fp32, sm_90
 struct V28 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_8.pdl_1"; };  // fp32, sm_90
 struct V29 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_2.pdl_1"; };  // fp32, sm_90
 struct V30 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_2.pdl_1"; };  // fp16, sm_90
 struct V31 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_1.pdl_1"; };  // fp16, sm_90
 struct V32 { static constexpr char id[] = "vb_16.vpt_1.stage_7.cs_1.pdl_1"; };  // fp16, sm_90
-struct V33 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // fp16, sm_90
-struct V34 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_1.pdl_1"; };  // fp16, sm_90
-struct V35 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_4.pdl_1"; };  // fp16, sm_90
+struct V33 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_1.pdl_1"; };  // fp16, sm_90
+struct V34 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_4.pdl_1"; };  // fp16, sm_90
+struct V35 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_4.pdl_1"; };  // fp16, sm_90
 struct V36 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_8.pdl_1"; };  // fp16, sm_90
 struct V37 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_1.pdl_1"; };  // bf16, sm_90
 struct V38 { static constexpr char id[] = "vb_16.vpt_4.stage_7.cs_1.pdl_1"; };  // bf16, sm_90
 struct V39 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_8.pdl_1"; };  // bf16, sm_90
-struct V40 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_2.pdl_1"; };  // bf16, sm_90
-struct V41 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_4.pdl_1"; };  // bf16, sm_90
+struct V40 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_4.pdl_1"; };  // bf16, sm_90
+struct V41 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_4.pdl_1"; };  // bf16, sm_90
+struct V42 { static constexpr char id[] = "vb_16.vpt_1.stage_1.cs_1.pdl_1"; };  // bf16, sm_90
 
 inline constexpr ktune::TunedEntry entries[] = {
     // NVIDIA H100 80GB HBM3 (sm_90), fp32
@@ -165,118 +166,115 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8192,h=8192: 180 us (S 199 us, 1.11x), spread 0.2%, band 1.0% (retest), 99.5% of copy
     {90, "NVIDIA H100 80GB HBM3", ktune::DType::bf16, INT64_MAX, 6477, INT64_MAX, 10, V10::id},
     // NVIDIA H200 (sm_90), fp32
-    //   tokens=1,h=896: 1.46 us (S 2.43 us, 1.66x), spread 1.6%, band 1.6% (retest), 0.3% of copy
-    //   tokens=2,h=896: 1.49 us (S 2.43 us, 1.64x), spread 0.5%, band 1.0% (retest), 0.5% of copy
+    //   tokens=1,h=896: 1.53 us (S 2.53 us, 1.65x), spread 0.6%, band 1.0% (retest), 0.3% of copy
+    //   tokens=2,h=896: 1.55 us (S 2.51 us, 1.62x), spread 0.3%, band 1.0% (retest), 0.5% of copy
     //   tokens=4,h=896: not measured; the bracket rule's choice
     //   tokens=7,h=896: not measured; the bracket rule's choice
-    //   tokens=8,h=896: 1.52 us (S 2.40 us, 1.58x), spread 1.3%, band 1.3% (retest), 1.8% of copy
+    //   tokens=8,h=896: 1.58 us (S 2.47 us, 1.57x), spread 0.0%, band 1.0% (retest), 1.8% of copy
     //   tokens=11,h=896: not measured; the bracket rule's choice
     //   tokens=15,h=896: not measured; the bracket rule's choice
-    //   tokens=16,h=896: 1.56 us (S 2.41 us, 1.55x), spread 0.2%, band 1.0% (retest), 3.5% of copy
+    //   tokens=16,h=896: 1.63 us (S 2.48 us, 1.52x), spread 0.7%, band 1.0% (retest), 3.4% of copy
     //   tokens=22,h=896: not measured; the bracket rule's choice
     //   tokens=31,h=896: not measured; the bracket rule's choice
-    //   tokens=32,h=896: 1.59 us (S 2.45 us, 1.54x), spread 1.1%, band 1.1% (retest), 6.8% of copy
+    //   tokens=32,h=896: 1.67 us (S 2.50 us, 1.50x), spread 0.2%, band 1.0% (retest), 6.5% of copy
     //   tokens=45,h=896: not measured; the bracket rule's choice
     //   tokens=63,h=896: not measured; the bracket rule's choice
-    //   tokens=64,h=896: 1.66 us (S 2.50 us, 1.51x), spread 0.4%, band 1.0% (retest), 13.1% of copy
+    //   tokens=64,h=896: 1.70 us (S 2.55 us, 1.50x), spread 0.7%, band 1.0% (retest), 12.8% of copy
     //   tokens=128,h=896: not measured; the bracket rule's choice
     //   tokens=255,h=896: not measured; the bracket rule's choice
-    //   tokens=256,h=896: 2.27 us (S 3.07 us, 1.35x), spread 0.8%, band 1.0% (retest), 37.9% of copy
+    //   tokens=256,h=896: 2.29 us (S 3.10 us, 1.35x), spread 0.1%, band 1.0% (retest), 37.9% of copy
     //   tokens=362,h=896: not measured; the bracket rule's choice
     //   tokens=511,h=896: not measured; the bracket rule's choice
-    //   tokens=512,h=896: 3.18 us (S 3.91 us, 1.23x), spread 0.4%, band 1.0% (retest), 54.2% of copy
+    //   tokens=512,h=896: 3.24 us (S 4.00 us, 1.24x), spread 0.4%, band 1.0% (retest), 53.5% of copy
     //   tokens=724,h=896: not measured; the bracket rule's choice
     //   tokens=1023,h=896: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 1023, 0, 1354, 1, V1::id},
-    //   tokens=1024,h=896: 4.91 us (S 6.36 us, 1.30x), spread 0.3%, band 1.0% (retest), 70.2% of copy
+    //   tokens=1024,h=896: 4.96 us (S 6.45 us, 1.30x), spread 0.3%, band 1.0% (retest), 69.7% of copy
     //   tokens=1448,h=896: not measured; the bracket rule's choice
     //   tokens=2047,h=896: not measured; the bracket rule's choice
-    //   tokens=2048,h=896: 8.32 us (S 10.7 us, 1.28x), spread 0.4%, band 1.0% (retest), 82.9% of copy
+    //   tokens=2048,h=896: 8.35 us (S 10.8 us, 1.29x), spread 0.5%, band 1.0% (retest), 83.0% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 0, 1354, 16, V16::id},
     //   tokens=4096,h=896: not measured; the bracket rule's choice
     //   tokens=8191,h=896: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 8191, 0, 1354, 17, V17::id},
-    //   tokens=8192,h=896: 30.2 us (S 34.1 us, 1.13x), spread 0.3%, band 1.0% (retest), 91.4% of copy
+    //   tokens=8192,h=896: 30.5 us (S 34.6 us, 1.13x), spread 0.1%, band 1.0% (retest), 90.8% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 1354, 18, V18::id},
-    //   tokens=1,h=2048: 1.54 us (S 2.65 us, 1.72x), spread 0.4%, band 1.0% (retest), 0.6% of copy
-    //   tokens=2,h=2048: 1.55 us (S 2.62 us, 1.69x), spread 1.1%, band 1.4% (retest), 1.1% of copy
+    //   tokens=1,h=2048: 1.61 us (S 2.73 us, 1.70x), spread 1.1%, band 3.0% (retest), 0.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1, 1355, 2508, 19, V19::id},
+    //   tokens=2,h=2048: 1.62 us (S 2.69 us, 1.66x), spread 1.8%, band 1.8% (retest), 1.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2, 1355, 2508, 0, V0::id},
     //   tokens=4,h=2048: not measured; the bracket rule's choice
     //   tokens=7,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 7, 1355, 2508, 19, V19::id},
-    //   tokens=8,h=2048: 1.62 us (S 2.60 us, 1.60x), spread 0.6%, band 1.0% (retest), 3.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 8, 1355, 2508, 0, V0::id},
+    //   tokens=8,h=2048: 1.67 us (S 2.68 us, 1.61x), spread 0.8%, band 1.0% (retest), 3.8% of copy
     //   tokens=11,h=2048: not measured; the bracket rule's choice
     //   tokens=15,h=2048: not measured; the bracket rule's choice
-    //   tokens=16,h=2048: 1.65 us (S 2.63 us, 1.60x), spread 0.5%, band 1.0% (retest), 7.6% of copy
+    //   tokens=16,h=2048: 1.71 us (S 2.70 us, 1.58x), spread 0.6%, band 1.0% (retest), 7.3% of copy
     //   tokens=22,h=2048: not measured; the bracket rule's choice
     //   tokens=31,h=2048: not measured; the bracket rule's choice
-    //   tokens=32,h=2048: 1.74 us (S 2.68 us, 1.54x), spread 0.3%, band 1.0% (retest), 14.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 32, 1355, 2508, 19, V19::id},
+    //   tokens=32,h=2048: 1.75 us (S 2.72 us, 1.56x), spread 0.9%, band 1.0% (retest), 14.2% of copy
     //   tokens=45,h=2048: not measured; the bracket rule's choice
     //   tokens=63,h=2048: not measured; the bracket rule's choice
-    //   tokens=64,h=2048: 1.96 us (S 2.90 us, 1.48x), spread 0.6%, band 1.0% (retest), 25.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 1355, 2508, 0, V0::id},
+    //   tokens=64,h=2048: 2.00 us (S 2.91 us, 1.45x), spread 0.9%, band 1.3% (retest), 24.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 1355, 2508, 20, V20::id},
     //   tokens=128,h=2048: not measured; the bracket rule's choice
     //   tokens=255,h=2048: not measured; the bracket rule's choice
-    //   tokens=256,h=2048: 3.52 us (S 4.28 us, 1.22x), spread 0.2%, band 1.0% (retest), 56.1% of copy
+    //   tokens=256,h=2048: 3.58 us (S 4.39 us, 1.23x), spread 0.5%, band 1.0% (retest), 55.3% of copy
     //   tokens=362,h=2048: not measured; the bracket rule's choice
     //   tokens=511,h=2048: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 511, 1355, 2508, 1, V1::id},
-    //   tokens=512,h=2048: 5.19 us (S 7.07 us, 1.36x), spread 0.3%, band 1.0% (retest), 76.0% of copy
+    //   tokens=512,h=2048: 5.22 us (S 7.14 us, 1.37x), spread 0.9%, band 1.0% (retest), 75.8% of copy
     //   tokens=724,h=2048: not measured; the bracket rule's choice
     //   tokens=1023,h=2048: not measured; the bracket rule's choice
-    //   tokens=1024,h=2048: 9.50 us (S 12.0 us, 1.26x), spread 0.2%, band 1.0% (retest), 83.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 1355, 2508, 20, V20::id},
+    //   tokens=1024,h=2048: 9.56 us (S 12.0 us, 1.26x), spread 0.4%, band 1.0% (retest), 82.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 1355, 2508, 19, V19::id},
     //   tokens=1448,h=2048: not measured; the bracket rule's choice
     //   tokens=2047,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 1355, 2508, 19, V19::id},
-    //   tokens=2048,h=2048: 17.7 us (S 21.0 us, 1.18x), spread 0.3%, band 1.0% (retest), 88.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 1355, 2508, 20, V20::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 1355, 2508, 20, V20::id},
+    //   tokens=2048,h=2048: 17.9 us (S 21.2 us, 1.18x), spread 0.7%, band 1.0% (retest), 88.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 1355, 2508, 19, V19::id},
     //   tokens=4096,h=2048: not measured; the bracket rule's choice
     //   tokens=8191,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 1355, 2508, 19, V19::id},
-    //   tokens=8192,h=2048: 65.5 us (S 74.4 us, 1.14x), spread 0.1%, band 1.0% (retest), 96.2% of copy
+    //   tokens=8192,h=2048: 65.9 us (S 75.6 us, 1.15x), spread 0.3%, band 1.0% (retest), 96.0% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 1355, 2508, 20, V20::id},
-    //   tokens=1,h=3072: 1.53 us (S 2.84 us, 1.85x), spread 1.1%, band 1.1% (retest), 0.9% of copy
-    //   tokens=2,h=3072: 1.57 us (S 2.86 us, 1.83x), spread 1.3%, band 1.3% (retest), 1.7% of copy
+    //   tokens=1,h=3072: 1.62 us (S 2.95 us, 1.83x), spread 1.4%, band 1.4% (retest), 0.9% of copy
+    //   tokens=2,h=3072: 1.63 us (S 2.94 us, 1.81x), spread 1.1%, band 1.1% (retest), 1.6% of copy
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.61 us (S 2.83 us, 1.75x), spread 1.0%, band 1.0% (retest), 5.9% of copy
+    //   tokens=8,h=3072: 1.68 us (S 2.93 us, 1.74x), spread 1.7%, band 1.7% (retest), 5.7% of copy
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
-    //   tokens=16,h=3072: 1.69 us (S 2.88 us, 1.71x), spread 0.7%, band 1.0% (retest), 11.1% of copy
+    //   tokens=16,h=3072: 1.75 us (S 2.94 us, 1.69x), spread 1.0%, band 1.0% (retest), 10.8% of copy
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
-    //   tokens=32,h=3072: 1.87 us (S 2.99 us, 1.60x), spread 0.6%, band 1.0% (retest), 19.9% of copy
+    //   tokens=32,h=3072: 1.87 us (S 3.01 us, 1.61x), spread 0.5%, band 1.0% (retest), 20.0% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 32, 2509, 3318, 0, V0::id},
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 63, 2509, 3318, 21, V21::id},
-    //   tokens=64,h=3072: 2.30 us (S 3.28 us, 1.43x), spread 0.4%, band 1.0% (retest), 32.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 2509, 3318, 3, V3::id},
+    //   tokens=64,h=3072: 2.31 us (S 3.30 us, 1.43x), spread 0.2%, band 1.0% (retest), 32.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 2509, 3318, 21, V21::id},
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
-    //   tokens=256,h=3072: 4.53 us (S 6.61 us, 1.46x), spread 0.2%, band 1.0% (retest), 65.3% of copy
+    //   tokens=256,h=3072: 4.55 us (S 6.70 us, 1.47x), spread 0.1%, band 1.0% (retest), 65.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 256, 2509, 3318, 0, V0::id},
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 511, 2509, 3318, 22, V22::id},
-    //   tokens=512,h=3072: 7.30 us (S 11.4 us, 1.56x), spread 0.3%, band 1.0% (retest), 81.0% of copy
+    //   tokens=512,h=3072: 7.37 us (S 11.6 us, 1.57x), spread 1.0%, band 1.0% (retest), 80.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 512, 2509, 3318, 18, V18::id},
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 1023, 2509, 3318, 22, V22::id},
-    //   tokens=1024,h=3072: 13.9 us (S 20.4 us, 1.47x), spread 0.2%, band 1.0% (retest), 85.1% of copy
+    //   tokens=1024,h=3072: 14.0 us (S 20.7 us, 1.47x), spread 0.4%, band 1.0% (retest), 84.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 2509, 3318, 19, V19::id},
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    //   tokens=2048,h=3072: 26.2 us (S 37.6 us, 1.43x), spread 0.3%, band 1.0% (retest), 90.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 2509, 3318, 20, V20::id},
+    //   tokens=2048,h=3072: 26.4 us (S 38.0 us, 1.44x), spread 0.4%, band 1.0% (retest), 89.8% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 2509, 3318, 19, V19::id},
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 2509, 3318, 23, V23::id},
-    //   tokens=8192,h=3072: 98.8 us (S 141 us, 1.43x), spread 0.1%, band 1.0% (retest), 95.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 2509, 3318, 24, V24::id},
+    //   tokens=8192,h=3072: 99.9 us (S 143 us, 1.43x), spread 0.3%, band 1.0% (retest), 95.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 2509, 3318, 20, V20::id},
     //   tokens=1,h=3584: 1.60 us (S 3.05 us, 1.91x), spread 1.3%, band 1.3% (retest), 1.1% of copy
     //   tokens=2,h=3584: 1.63 us (S 3.05 us, 1.88x), spread 0.2%, band 1.0% (retest), 1.9% of copy
     //   tokens=4,h=3584: not measured; the bracket rule's choice
@@ -288,15 +286,18 @@ inline constexpr ktune::TunedEntry entries[] = {
     {90, "NVIDIA H200", ktune::DType::f32, 16, 3319, 3831, 0, V0::id},
     //   tokens=22,h=3584: not measured; the bracket rule's choice
     //   tokens=31,h=3584: not measured; the bracket rule's choice
-    //   tokens=32,h=3584: 1.96 us (S 3.20 us, 1.64x), spread 1.2%, band 1.2% (retest), 22.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 31, 3319, 3831, 3, V3::id},
+    //   tokens=32,h=3584: 1.97 us (S 3.20 us, 1.63x), spread 0.0%, band 1.2% (retest), 22.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 32, 3319, 3831, 21, V21::id},
     //   tokens=45,h=3584: not measured; the bracket rule's choice
     //   tokens=63,h=3584: not measured; the bracket rule's choice
     //   tokens=64,h=3584: 2.53 us (S 3.54 us, 1.40x), spread 0.7%, band 1.0% (retest), 34.5% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 3319, 3831, 3, V3::id},
     //   tokens=128,h=3584: not measured; the bracket rule's choice
     //   tokens=255,h=3584: not measured; the bracket rule's choice
-    //   tokens=256,h=3584: 4.94 us (S 7.24 us, 1.47x), spread 0.7%, band 1.0% (retest), 70.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 3319, 3831, 0, V0::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 3319, 3831, 0, V0::id},
+    //   tokens=256,h=3584: 4.91 us (S 7.24 us, 1.47x), spread 0.3%, band 1.0% (retest), 70.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 3319, 3831, 20, V20::id},
     //   tokens=362,h=3584: not measured; the bracket rule's choice
     //   tokens=511,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 511, 3319, 3831, 23, V23::id},
@@ -316,222 +317,223 @@ inline constexpr ktune::TunedEntry entries[] = {
     {90, "NVIDIA H200", ktune::DType::f32, 8191, 3319, 3831, 23, V23::id},
     //   tokens=8192,h=3584: 116 us (S 152 us, 1.30x), spread 0.2%, band 1.0% (retest), 95.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 3319, 3831, 18, V18::id},
-    //   tokens=1,h=4096: 1.58 us (S 3.13 us, 1.98x), spread 0.7%, band 1.0% (retest), 1.2% of copy
-    //   tokens=2,h=4096: 1.61 us (S 3.11 us, 1.93x), spread 1.9%, band 1.9% (retest), 2.1% of copy
+    //   tokens=1,h=4096: 1.64 us (S 3.23 us, 1.96x), spread 1.2%, band 1.2% (retest), 1.2% of copy
+    //   tokens=2,h=4096: 1.66 us (S 3.20 us, 1.92x), spread 0.9%, band 1.0% (retest), 2.1% of copy
     //   tokens=4,h=4096: not measured; the bracket rule's choice
     //   tokens=7,h=4096: not measured; the bracket rule's choice
-    //   tokens=8,h=4096: 1.66 us (S 3.12 us, 1.88x), spread 0.7%, band 1.0% (retest), 7.6% of copy
+    //   tokens=8,h=4096: 1.71 us (S 3.19 us, 1.86x), spread 0.5%, band 1.0% (retest), 7.5% of copy
     //   tokens=11,h=4096: not measured; the bracket rule's choice
     //   tokens=15,h=4096: not measured; the bracket rule's choice
-    //   tokens=16,h=4096: 1.76 us (S 3.14 us, 1.78x), spread 0.6%, band 1.0% (retest), 14.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 3832, 4579, 0, V0::id},
+    //   tokens=16,h=4096: 1.76 us (S 3.22 us, 1.83x), spread 0.6%, band 1.0% (retest), 14.3% of copy
     //   tokens=22,h=4096: not measured; the bracket rule's choice
     //   tokens=31,h=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 31, 3832, 4579, 21, V21::id},
-    //   tokens=32,h=4096: 2.02 us (S 3.32 us, 1.64x), spread 0.5%, band 1.0% (retest), 24.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 31, 3832, 4579, 0, V0::id},
+    //   tokens=32,h=4096: 2.02 us (S 3.34 us, 1.66x), spread 1.0%, band 1.0% (retest), 24.7% of copy
     //   tokens=45,h=4096: not measured; the bracket rule's choice
     //   tokens=63,h=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 63, 3832, 4579, 3, V3::id},
-    //   tokens=64,h=4096: 2.75 us (S 3.77 us, 1.37x), spread 0.8%, band 1.0% (retest), 36.0% of copy
+    //   tokens=64,h=4096: 2.68 us (S 3.71 us, 1.38x), spread 0.6%, band 1.0% (retest), 37.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 3832, 4579, 3, V3::id},
     //   tokens=128,h=4096: not measured; the bracket rule's choice
     //   tokens=255,h=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 3832, 4579, 24, V24::id},
-    //   tokens=256,h=4096: 5.36 us (S 7.73 us, 1.44x), spread 0.3%, band 1.0% (retest), 73.6% of copy
+    //   tokens=256,h=4096: 5.39 us (S 7.83 us, 1.45x), spread 0.2%, band 1.0% (retest), 73.4% of copy
     //   tokens=362,h=4096: not measured; the bracket rule's choice
     //   tokens=511,h=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 511, 3832, 4579, 0, V0::id},
-    //   tokens=512,h=4096: 9.42 us (S 13.4 us, 1.42x), spread 0.7%, band 1.0% (retest), 83.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 512, 3832, 4579, 25, V25::id},
+    //   tokens=512,h=4096: 9.49 us (S 13.5 us, 1.43x), spread 0.8%, band 1.0% (retest), 83.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 3832, 4579, 24, V24::id},
     //   tokens=724,h=4096: not measured; the bracket rule's choice
     //   tokens=1023,h=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 1023, 3832, 4579, 2, V2::id},
-    //   tokens=1024,h=4096: 17.9 us (S 23.6 us, 1.32x), spread 0.3%, band 1.0% (retest), 88.3% of copy
+    //   tokens=1024,h=4096: 17.8 us (S 23.9 us, 1.34x), spread 0.7%, band 1.0% (retest), 88.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 3832, 4579, 22, V22::id},
     //   tokens=1448,h=4096: not measured; the bracket rule's choice
     //   tokens=2047,h=4096: not measured; the bracket rule's choice
-    //   tokens=2048,h=4096: 34.0 us (S 43.5 us, 1.28x), spread 0.1%, band 1.0% (retest), 92.7% of copy
+    //   tokens=2048,h=4096: 34.3 us (S 43.9 us, 1.28x), spread 0.2%, band 1.0% (retest), 92.3% of copy
     //   tokens=4096,h=4096: not measured; the bracket rule's choice
     //   tokens=8191,h=4096: not measured; the bracket rule's choice
-    //   tokens=8192,h=4096: 131 us (S 163 us, 1.25x), spread 0.1%, band 1.0% (retest), 96.5% of copy
+    //   tokens=8192,h=4096: 131 us (S 165 us, 1.25x), spread 0.1%, band 1.0% (retest), 96.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 3832, 4579, 0, V0::id},
-    //   tokens=1,h=5120: 1.60 us (S 4.04 us, 2.53x), spread 1.0%, band 1.0% (retest), 1.5% of copy
-    //   tokens=2,h=5120: 1.62 us (S 4.01 us, 2.48x), spread 0.3%, band 1.0% (retest), 2.7% of copy
+    //   tokens=1,h=5120: 1.68 us (S 4.11 us, 2.44x), spread 1.1%, band 1.1% (retest), 1.4% of copy
+    //   tokens=2,h=5120: 1.70 us (S 4.13 us, 2.43x), spread 4.2%, band 4.2% (retest), 2.6% of copy
     //   tokens=4,h=5120: not measured; the bracket rule's choice
     //   tokens=7,h=5120: not measured; the bracket rule's choice
-    //   tokens=8,h=5120: 1.69 us (S 3.94 us, 2.33x), spread 0.2%, band 1.0% (retest), 9.4% of copy
+    //   tokens=8,h=5120: 1.76 us (S 4.06 us, 2.30x), spread 0.9%, band 1.0% (retest), 9.0% of copy
     //   tokens=11,h=5120: not measured; the bracket rule's choice
     //   tokens=15,h=5120: not measured; the bracket rule's choice
-    //   tokens=16,h=5120: 1.84 us (S 4.01 us, 2.18x), spread 0.4%, band 1.0% (retest), 17.0% of copy
+    //   tokens=16,h=5120: 1.84 us (S 4.07 us, 2.22x), spread 0.9%, band 1.0% (retest), 17.1% of copy
     //   tokens=22,h=5120: not measured; the bracket rule's choice
     //   tokens=31,h=5120: not measured; the bracket rule's choice
-    //   tokens=32,h=5120: 2.25 us (S 4.23 us, 1.88x), spread 1.5%, band 1.5% (retest), 27.6% of copy
+    //   tokens=32,h=5120: 2.22 us (S 4.27 us, 1.93x), spread 1.3%, band 1.3% (retest), 28.1% of copy
     //   tokens=45,h=5120: not measured; the bracket rule's choice
     //   tokens=63,h=5120: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 63, 4580, 9158, 3, V3::id},
-    //   tokens=64,h=5120: 3.10 us (S 4.74 us, 1.53x), spread 0.5%, band 1.0% (retest), 39.9% of copy
+    //   tokens=64,h=5120: 3.06 us (S 4.68 us, 1.53x), spread 0.7%, band 1.0% (retest), 40.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 4580, 9158, 20, V20::id},
     //   tokens=128,h=5120: not measured; the bracket rule's choice
     //   tokens=255,h=5120: not measured; the bracket rule's choice
-    //   tokens=256,h=5120: 6.43 us (S 9.67 us, 1.50x), spread 0.6%, band 1.0% (retest), 76.6% of copy
+    //   tokens=256,h=5120: 6.52 us (S 9.73 us, 1.49x), spread 0.7%, band 1.0% (retest), 75.9% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 256, 4580, 9158, 18, V18::id},
     //   tokens=362,h=5120: not measured; the bracket rule's choice
     //   tokens=511,h=5120: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 4580, 9158, 23, V23::id},
-    //   tokens=512,h=5120: 11.9 us (S 17.1 us, 1.43x), spread 0.3%, band 1.0% (retest), 82.9% of copy
+    //   tokens=512,h=5120: 11.9 us (S 17.2 us, 1.44x), spread 0.7%, band 1.0% (retest), 82.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 4580, 9158, 22, V22::id},
     //   tokens=724,h=5120: not measured; the bracket rule's choice
     //   tokens=1023,h=5120: not measured; the bracket rule's choice
-    //   tokens=1024,h=5120: 22.4 us (S 31.5 us, 1.41x), spread 0.1%, band 1.0% (retest), 88.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 4580, 9158, 2, V2::id},
+    //   tokens=1024,h=5120: 22.6 us (S 32.1 us, 1.42x), spread 0.2%, band 1.0% (retest), 87.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 1024, 4580, 9158, 0, V0::id},
     //   tokens=1448,h=5120: not measured; the bracket rule's choice
     //   tokens=2047,h=5120: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 4580, 9158, 26, V26::id},
-    //   tokens=2048,h=5120: 42.8 us (S 60.7 us, 1.42x), spread 0.5%, band 1.0% (retest), 92.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 4580, 9158, 25, V25::id},
+    //   tokens=2048,h=5120: 43.2 us (S 61.4 us, 1.42x), spread 0.1%, band 1.0% (retest), 91.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 4580, 9158, 0, V0::id},
     //   tokens=4096,h=5120: not measured; the bracket rule's choice
     //   tokens=8191,h=5120: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 8191, 4580, 9158, 26, V26::id},
-    //   tokens=8192,h=5120: 165 us (S 231 us, 1.40x), spread 0.2%, band 1.0% (retest), 95.5% of copy
+    //   tokens=8192,h=5120: 167 us (S 234 us, 1.40x), spread 0.1%, band 1.0% (retest), 94.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 4580, 9158, 0, V0::id},
-    //   tokens=1,h=16384: 1.90 us (S 6.03 us, 3.17x), spread 0.1%, band 1.0% (retest), 4.0% of copy
-    //   tokens=2,h=16384: 1.95 us (S 6.07 us, 3.12x), spread 1.2%, band 1.2% (retest), 7.1% of copy
+    //   tokens=1,h=16384: 1.96 us (S 6.16 us, 3.14x), spread 0.4%, band 1.0% (retest), 3.9% of copy
+    //   tokens=2,h=16384: 2.01 us (S 6.17 us, 3.08x), spread 1.0%, band 1.0% (retest), 6.9% of copy
     //   tokens=4,h=16384: not measured; the bracket rule's choice
     //   tokens=7,h=16384: not measured; the bracket rule's choice
-    //   tokens=8,h=16384: 2.30 us (S 6.30 us, 2.74x), spread 2.3%, band 2.3% (retest), 22.1% of copy
+    //   tokens=8,h=16384: 2.28 us (S 6.36 us, 2.79x), spread 0.6%, band 1.0% (retest), 22.4% of copy
     //   tokens=11,h=16384: not measured; the bracket rule's choice
     //   tokens=15,h=16384: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 15, 9159, INT64_MAX, 3, V3::id},
-    //   tokens=16,h=16384: 3.03 us (S 6.59 us, 2.17x), spread 0.3%, band 1.0% (retest), 33.0% of copy
+    //   tokens=16,h=16384: 2.94 us (S 6.58 us, 2.24x), spread 0.3%, band 1.0% (retest), 34.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 16, 9159, INT64_MAX, 21, V21::id},
     //   tokens=22,h=16384: not measured; the bracket rule's choice
     //   tokens=31,h=16384: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 31, 9159, INT64_MAX, 27, V27::id},
-    //   tokens=32,h=16384: 4.12 us (S 7.13 us, 1.73x), spread 0.3%, band 1.0% (retest), 48.1% of copy
+    //   tokens=32,h=16384: 4.21 us (S 7.27 us, 1.73x), spread 0.4%, band 1.0% (retest), 47.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 32, 9159, INT64_MAX, 28, V28::id},
     //   tokens=45,h=16384: not measured; the bracket rule's choice
     //   tokens=63,h=16384: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 63, 9159, INT64_MAX, 29, V29::id},
-    //   tokens=64,h=16384: 5.82 us (S 8.33 us, 1.43x), spread 0.3%, band 1.0% (retest), 68.0% of copy
+    //   tokens=64,h=16384: 5.87 us (S 8.45 us, 1.44x), spread 0.2%, band 1.0% (retest), 67.7% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 9159, INT64_MAX, 3, V3::id},
     //   tokens=128,h=16384: not measured; the bracket rule's choice
     //   tokens=255,h=16384: not measured; the bracket rule's choice
-    //   tokens=256,h=16384: 18.4 us (S 21.3 us, 1.15x), spread 0.4%, band 1.0% (retest), 85.6% of copy
+    //   tokens=256,h=16384: 18.5 us (S 21.3 us, 1.15x), spread 0.2%, band 1.0% (retest), 85.5% of copy
     //   tokens=362,h=16384: not measured; the bracket rule's choice
     //   tokens=511,h=16384: not measured; the bracket rule's choice
-    //   tokens=512,h=16384: 34.5 us (S 40.8 us, 1.18x), spread 0.3%, band 1.0% (retest), 91.5% of copy
+    //   tokens=512,h=16384: 34.7 us (S 40.8 us, 1.17x), spread 0.1%, band 1.0% (retest), 91.2% of copy
     //   tokens=724,h=16384: not measured; the bracket rule's choice
     //   tokens=1023,h=16384: not measured; the bracket rule's choice
-    //   tokens=1024,h=16384: 66.2 us (S 78.7 us, 1.19x), spread 0.2%, band 1.0% (retest), 95.2% of copy
+    //   tokens=1024,h=16384: 66.8 us (S 79.0 us, 1.18x), spread 0.2%, band 1.0% (retest), 94.8% of copy
     //   tokens=1448,h=16384: not measured; the bracket rule's choice
     //   tokens=2047,h=16384: not measured; the bracket rule's choice
-    //   tokens=2048,h=16384: 130 us (S 155 us, 1.19x), spread 0.2%, band 1.0% (retest), 96.6% of copy
+    //   tokens=2048,h=16384: 131 us (S 156 us, 1.19x), spread 0.1%, band 1.0% (retest), 96.5% of copy
     //   tokens=4096,h=16384: not measured; the bracket rule's choice
     //   tokens=8191,h=16384: not measured; the bracket rule's choice
-    //   tokens=8192,h=16384: 515 us (S 607 us, 1.18x), spread 0.3%, band 1.0% (retest), 97.8% of copy
+    //   tokens=8192,h=16384: 519 us (S 609 us, 1.17x), spread 0.1%, band 1.0% (retest), 97.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 9159, INT64_MAX, 28, V28::id},
     // NVIDIA H200 (sm_90), fp16
-    //   tokens=1,h=896: 1.43 us (S 2.43 us, 1.70x), spread 0.3%, band 1.0% (retest), 0.1% of copy
-    //   tokens=2,h=896: 1.47 us (S 2.44 us, 1.66x), spread 0.7%, band 1.2% (retest), 0.3% of copy
+    //   tokens=1,h=896: 1.50 us (S 2.49 us, 1.66x), spread 0.7%, band 1.0% (retest), 0.1% of copy
+    //   tokens=2,h=896: 1.54 us (S 2.52 us, 1.64x), spread 1.2%, band 1.1% (retest), 0.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2, 0, 1354, 30, V30::id},
     //   tokens=4,h=896: not measured; the bracket rule's choice
     //   tokens=7,h=896: not measured; the bracket rule's choice
-    //   tokens=8,h=896: 1.52 us (S 2.41 us, 1.59x), spread 0.9%, band 1.0% (retest), 0.9% of copy
+    //   tokens=8,h=896: 1.57 us (S 2.48 us, 1.58x), spread 0.2%, band 1.0% (retest), 0.9% of copy
     //   tokens=11,h=896: not measured; the bracket rule's choice
     //   tokens=15,h=896: not measured; the bracket rule's choice
-    //   tokens=16,h=896: 1.56 us (S 2.41 us, 1.55x), spread 0.9%, band 1.0% (retest), 1.8% of copy
+    //   tokens=16,h=896: 1.61 us (S 2.48 us, 1.54x), spread 1.3%, band 1.3% (retest), 1.7% of copy
     //   tokens=22,h=896: not measured; the bracket rule's choice
     //   tokens=31,h=896: not measured; the bracket rule's choice
-    //   tokens=32,h=896: 1.59 us (S 2.44 us, 1.54x), spread 0.1%, band 1.0% (retest), 3.4% of copy
+    //   tokens=32,h=896: 1.67 us (S 2.52 us, 1.51x), spread 0.9%, band 1.0% (retest), 3.3% of copy
     //   tokens=45,h=896: not measured; the bracket rule's choice
     //   tokens=63,h=896: not measured; the bracket rule's choice
-    //   tokens=64,h=896: 1.62 us (S 2.48 us, 1.54x), spread 1.0%, band 1.0% (retest), 6.7% of copy
+    //   tokens=64,h=896: 1.68 us (S 2.54 us, 1.51x), spread 0.9%, band 1.0% (retest), 6.5% of copy
     //   tokens=128,h=896: not measured; the bracket rule's choice
     //   tokens=255,h=896: not measured; the bracket rule's choice
-    //   tokens=256,h=896: 1.92 us (S 2.72 us, 1.41x), spread 0.0%, band 1.0% (retest), 22.4% of copy
+    //   tokens=256,h=896: 1.92 us (S 2.76 us, 1.43x), spread 1.1%, band 1.1% (retest), 22.5% of copy
     //   tokens=362,h=896: not measured; the bracket rule's choice
     //   tokens=511,h=896: not measured; the bracket rule's choice
-    //   tokens=512,h=896: 2.35 us (S 3.10 us, 1.32x), spread 0.5%, band 1.0% (retest), 36.8% of copy
+    //   tokens=512,h=896: 2.35 us (S 3.12 us, 1.32x), spread 0.1%, band 1.0% (retest), 36.8% of copy
     //   tokens=724,h=896: not measured; the bracket rule's choice
     //   tokens=1023,h=896: not measured; the bracket rule's choice
-    //   tokens=1024,h=896: 3.27 us (S 4.05 us, 1.24x), spread 0.7%, band 1.0% (retest), 52.7% of copy
+    //   tokens=1024,h=896: 3.33 us (S 4.12 us, 1.24x), spread 0.1%, band 1.0% (retest), 52.0% of copy
     //   tokens=1448,h=896: not measured; the bracket rule's choice
     //   tokens=2047,h=896: not measured; the bracket rule's choice
-    //   tokens=2048,h=896: 5.07 us (S 6.44 us, 1.27x), spread 0.4%, band 1.0% (retest), 68.0% of copy
+    //   tokens=2048,h=896: 5.14 us (S 6.53 us, 1.27x), spread 1.0%, band 1.0% (retest), 67.3% of copy
     //   tokens=4096,h=896: not measured; the bracket rule's choice
     //   tokens=8191,h=896: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 8191, 0, 1354, 8, V8::id},
-    //   tokens=8192,h=896: 16.1 us (S 17.2 us, 1.07x), spread 0.3%, band 1.0% (retest), 85.7% of copy
+    //   tokens=8192,h=896: 16.3 us (S 17.4 us, 1.07x), spread 0.1%, band 1.0% (retest), 85.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 1354, 31, V31::id},
-    //   tokens=1,h=2048: 1.49 us (S 2.58 us, 1.74x), spread 0.5%, band 1.0% (retest), 0.3% of copy
-    //   tokens=2,h=2048: 1.51 us (S 2.57 us, 1.70x), spread 1.0%, band 1.0% (retest), 0.6% of copy
+    //   tokens=1,h=2048: 1.56 us (S 2.65 us, 1.70x), spread 1.3%, band 1.3% (retest), 0.3% of copy
+    //   tokens=2,h=2048: 1.59 us (S 2.65 us, 1.67x), spread 1.1%, band 1.1% (retest), 0.5% of copy
     //   tokens=4,h=2048: not measured; the bracket rule's choice
     //   tokens=7,h=2048: not measured; the bracket rule's choice
-    //   tokens=8,h=2048: 1.58 us (S 2.55 us, 1.62x), spread 1.7%, band 1.7% (retest), 2.0% of copy
+    //   tokens=8,h=2048: 1.64 us (S 2.64 us, 1.61x), spread 0.8%, band 1.0% (retest), 1.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8, 1355, 2508, 30, V30::id},
     //   tokens=11,h=2048: not measured; the bracket rule's choice
     //   tokens=15,h=2048: not measured; the bracket rule's choice
-    //   tokens=16,h=2048: 1.62 us (S 2.54 us, 1.57x), spread 1.4%, band 1.4% (retest), 3.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 15, 1355, 2508, 8, V8::id},
+    //   tokens=16,h=2048: 1.70 us (S 2.61 us, 1.54x), spread 1.5%, band 1.0% (retest), 3.7% of copy
     //   tokens=22,h=2048: not measured; the bracket rule's choice
     //   tokens=31,h=2048: not measured; the bracket rule's choice
-    //   tokens=32,h=2048: 1.64 us (S 2.60 us, 1.58x), spread 0.8%, band 1.0% (retest), 7.6% of copy
+    //   tokens=32,h=2048: 1.71 us (S 2.66 us, 1.56x), spread 1.3%, band 1.3% (retest), 7.3% of copy
     //   tokens=45,h=2048: not measured; the bracket rule's choice
     //   tokens=63,h=2048: not measured; the bracket rule's choice
-    //   tokens=64,h=2048: 1.74 us (S 2.65 us, 1.52x), spread 1.2%, band 1.2% (retest), 14.2% of copy
+    //   tokens=64,h=2048: 1.77 us (S 2.67 us, 1.51x), spread 0.7%, band 1.0% (retest), 14.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 1355, 2508, 30, V30::id},
     //   tokens=128,h=2048: not measured; the bracket rule's choice
     //   tokens=255,h=2048: not measured; the bracket rule's choice
-    //   tokens=256,h=2048: 2.56 us (S 3.34 us, 1.30x), spread 0.2%, band 1.0% (retest), 38.5% of copy
+    //   tokens=256,h=2048: 2.49 us (S 3.30 us, 1.32x), spread 0.1%, band 1.0% (retest), 39.7% of copy
     //   tokens=362,h=2048: not measured; the bracket rule's choice
     //   tokens=511,h=2048: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 511, 1355, 2508, 8, V8::id},
-    //   tokens=512,h=2048: 3.49 us (S 4.39 us, 1.26x), spread 0.5%, band 1.0% (retest), 56.4% of copy
+    //   tokens=512,h=2048: 3.57 us (S 4.46 us, 1.25x), spread 0.3%, band 1.0% (retest), 55.4% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 1355, 2508, 30, V30::id},
     //   tokens=724,h=2048: not measured; the bracket rule's choice
     //   tokens=1023,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 1023, 1355, 2508, 32, V32::id},
-    //   tokens=1024,h=2048: 5.52 us (S 7.20 us, 1.30x), spread 0.6%, band 1.0% (retest), 71.4% of copy
+    //   tokens=1024,h=2048: 5.52 us (S 7.29 us, 1.32x), spread 1.1%, band 1.1% (retest), 71.6% of copy
     //   tokens=1448,h=2048: not measured; the bracket rule's choice
     //   tokens=2047,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 1355, 2508, 31, V31::id},
-    //   tokens=2048,h=2048: 9.46 us (S 11.1 us, 1.17x), spread 0.4%, band 1.0% (retest), 83.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2047, 1355, 2508, 32, V32::id},
+    //   tokens=2048,h=2048: 9.56 us (S 11.2 us, 1.17x), spread 0.7%, band 1.0% (retest), 82.7% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 1355, 2508, 9, V9::id},
     //   tokens=4096,h=2048: not measured; the bracket rule's choice
     //   tokens=8191,h=2048: not measured; the bracket rule's choice
-    //   tokens=8192,h=2048: 34.1 us (S 35.6 us, 1.04x), spread 0.2%, band 1.0% (retest), 92.5% of copy
+    //   tokens=8192,h=2048: 34.3 us (S 35.8 us, 1.04x), spread 0.2%, band 1.0% (retest), 92.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 1355, 2508, 31, V31::id},
-    //   tokens=1,h=3072: 1.53 us (S 2.70 us, 1.77x), spread 0.1%, band 1.0% (retest), 0.5% of copy
-    //   tokens=2,h=3072: 1.55 us (S 2.66 us, 1.72x), spread 0.3%, band 1.0% (retest), 0.8% of copy
+    //   tokens=1,h=3072: 1.59 us (S 2.76 us, 1.74x), spread 0.7%, band 1.2% (retest), 0.5% of copy
+    //   tokens=2,h=3072: 1.62 us (S 2.73 us, 1.68x), spread 2.4%, band 1.4% (retest), 0.8% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2, 2509, 3318, 30, V30::id},
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.62 us (S 2.65 us, 1.64x), spread 0.9%, band 1.0% (retest), 2.9% of copy
+    //   tokens=8,h=3072: 1.68 us (S 2.73 us, 1.63x), spread 1.2%, band 1.2% (retest), 2.8% of copy
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
-    //   tokens=16,h=3072: 1.63 us (S 2.64 us, 1.62x), spread 1.7%, band 1.7% (retest), 5.7% of copy
+    //   tokens=16,h=3072: 1.69 us (S 2.74 us, 1.62x), spread 1.4%, band 1.4% (retest), 5.6% of copy
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
-    //   tokens=32,h=3072: 1.68 us (S 2.69 us, 1.60x), spread 0.1%, band 1.0% (retest), 11.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 2509, 3318, 6, V6::id},
+    //   tokens=32,h=3072: 1.75 us (S 2.76 us, 1.57x), spread 1.8%, band 1.0% (retest), 10.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 32, 2509, 3318, 30, V30::id},
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    //   tokens=64,h=3072: 1.87 us (S 2.84 us, 1.52x), spread 0.7%, band 1.0% (retest), 19.8% of copy
+    //   tokens=64,h=3072: 1.88 us (S 2.84 us, 1.51x), spread 0.4%, band 1.0% (retest), 19.8% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 2509, 3318, 6, V6::id},
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
-    //   tokens=256,h=3072: 3.15 us (S 3.94 us, 1.25x), spread 0.7%, band 1.0% (retest), 47.0% of copy
+    //   tokens=256,h=3072: 3.18 us (S 3.99 us, 1.26x), spread 0.1%, band 1.0% (retest), 46.7% of copy
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 511, 2509, 3318, 8, V8::id},
-    //   tokens=512,h=3072: 4.32 us (S 5.29 us, 1.22x), spread 0.6%, band 1.0% (retest), 68.4% of copy
+    //   tokens=512,h=3072: 4.35 us (S 5.34 us, 1.23x), spread 0.4%, band 1.0% (retest), 68.3% of copy
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 1023, 2509, 3318, 30, V30::id},
-    //   tokens=1024,h=3072: 7.30 us (S 9.04 us, 1.24x), spread 0.3%, band 1.0% (retest), 81.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 2509, 3318, 31, V31::id},
+    //   tokens=1024,h=3072: 7.35 us (S 9.13 us, 1.24x), spread 0.6%, band 1.0% (retest), 80.8% of copy
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 2509, 3318, 33, V33::id},
-    //   tokens=2048,h=3072: 14.0 us (S 15.6 us, 1.11x), spread 0.2%, band 1.0% (retest), 84.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 2509, 3318, 30, V30::id},
+    //   tokens=2048,h=3072: 14.2 us (S 15.7 us, 1.11x), spread 0.3%, band 1.0% (retest), 83.8% of copy
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 2509, 3318, 34, V34::id},
-    //   tokens=8192,h=3072: 50.5 us (S 52.4 us, 1.04x), spread 0.1%, band 1.0% (retest), 93.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 2509, 3318, 31, V31::id},
+    //   tokens=8192,h=3072: 50.9 us (S 53.0 us, 1.04x), spread 0.1%, band 1.0% (retest), 93.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 2509, 3318, 30, V30::id},
     //   tokens=1,h=3584: 1.57 us (S 2.84 us, 1.81x), spread 0.5%, band 1.0% (retest), 0.5% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 1, 3319, 3831, 6, V6::id},
@@ -556,8 +558,7 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=362,h=3584: not measured; the bracket rule's choice
     //   tokens=511,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 511, 3319, 3831, 8, V8::id},
-    //   tokens=512,h=3584: 5.02 us (S 6.96 us, 1.39x), spread 0.6%, band 1.0% (retest), 69.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 512, 3319, 3831, 7, V7::id},
+    //   tokens=512,h=3584: 5.06 us (S 6.96 us, 1.37x), spread 0.9%, band 1.0% (retest), 68.6% of copy
     //   tokens=724,h=3584: not measured; the bracket rule's choice
     //   tokens=1023,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 1023, 3319, 3831, 32, V32::id},
@@ -570,219 +571,222 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8191,h=3584: not measured; the bracket rule's choice
     //   tokens=8192,h=3584: 58.9 us (S 63.9 us, 1.09x), spread 0.4%, band 1.0% (retest), 94.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3319, 3831, 31, V31::id},
-    //   tokens=1,h=4096: 1.52 us (S 2.80 us, 1.84x), spread 1.0%, band 1.0% (retest), 0.6% of copy
-    //   tokens=2,h=4096: 1.55 us (S 2.76 us, 1.78x), spread 2.3%, band 2.3% (retest), 1.1% of copy
+    //   tokens=1,h=4096: 1.60 us (S 2.89 us, 1.81x), spread 0.7%, band 1.0% (retest), 0.6% of copy
+    //   tokens=2,h=4096: 1.62 us (S 2.87 us, 1.77x), spread 1.0%, band 1.0% (retest), 1.1% of copy
     //   tokens=4,h=4096: not measured; the bracket rule's choice
     //   tokens=7,h=4096: not measured; the bracket rule's choice
-    //   tokens=8,h=4096: 1.63 us (S 2.74 us, 1.68x), spread 0.2%, band 1.0% (retest), 3.9% of copy
+    //   tokens=8,h=4096: 1.72 us (S 2.85 us, 1.66x), spread 1.2%, band 1.2% (retest), 3.7% of copy
     //   tokens=11,h=4096: not measured; the bracket rule's choice
     //   tokens=15,h=4096: not measured; the bracket rule's choice
-    //   tokens=16,h=4096: 1.67 us (S 2.78 us, 1.67x), spread 0.9%, band 1.0% (retest), 7.5% of copy
+    //   tokens=16,h=4096: 1.72 us (S 2.85 us, 1.66x), spread 0.4%, band 1.0% (retest), 7.3% of copy
     //   tokens=22,h=4096: not measured; the bracket rule's choice
     //   tokens=31,h=4096: not measured; the bracket rule's choice
-    //   tokens=32,h=4096: 1.76 us (S 2.81 us, 1.60x), spread 0.7%, band 1.0% (retest), 14.1% of copy
+    //   tokens=32,h=4096: 1.79 us (S 2.85 us, 1.59x), spread 1.8%, band 1.8% (retest), 13.9% of copy
     //   tokens=45,h=4096: not measured; the bracket rule's choice
     //   tokens=63,h=4096: not measured; the bracket rule's choice
-    //   tokens=64,h=4096: 2.04 us (S 3.03 us, 1.48x), spread 0.7%, band 1.0% (retest), 24.2% of copy
+    //   tokens=64,h=4096: 2.04 us (S 3.06 us, 1.50x), spread 0.9%, band 1.0% (retest), 24.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 3832, 4579, 6, V6::id},
     //   tokens=128,h=4096: not measured; the bracket rule's choice
     //   tokens=255,h=4096: not measured; the bracket rule's choice
-    //   tokens=256,h=4096: 3.63 us (S 4.49 us, 1.24x), spread 0.6%, band 1.0% (retest), 54.4% of copy
+    //   tokens=256,h=4096: 3.71 us (S 4.56 us, 1.23x), spread 0.1%, band 1.0% (retest), 53.3% of copy
     //   tokens=362,h=4096: not measured; the bracket rule's choice
     //   tokens=511,h=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 511, 3832, 4579, 8, V8::id},
-    //   tokens=512,h=4096: 5.35 us (S 7.47 us, 1.39x), spread 0.6%, band 1.0% (retest), 73.6% of copy
+    //   tokens=512,h=4096: 5.39 us (S 7.52 us, 1.39x), spread 1.0%, band 1.0% (retest), 73.4% of copy
     //   tokens=724,h=4096: not measured; the bracket rule's choice
     //   tokens=1023,h=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 1023, 3832, 4579, 7, V7::id},
-    //   tokens=1024,h=4096: 9.35 us (S 11.5 us, 1.23x), spread 0.9%, band 1.0% (retest), 84.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 3832, 4579, 9, V9::id},
+    //   tokens=1024,h=4096: 9.38 us (S 11.6 us, 1.24x), spread 0.3%, band 1.0% (retest), 84.4% of copy
     //   tokens=1448,h=4096: not measured; the bracket rule's choice
     //   tokens=2047,h=4096: not measured; the bracket rule's choice
-    //   tokens=2048,h=4096: 18.0 us (S 20.1 us, 1.12x), spread 0.5%, band 1.0% (retest), 87.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 3832, 4579, 31, V31::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 2047, 3832, 4579, 9, V9::id},
+    //   tokens=2048,h=4096: 18.1 us (S 20.2 us, 1.12x), spread 0.0%, band 1.0% (retest), 87.5% of copy
     //   tokens=4096,h=4096: not measured; the bracket rule's choice
     //   tokens=8191,h=4096: not measured; the bracket rule's choice
-    //   tokens=8192,h=4096: 65.3 us (S 69.5 us, 1.06x), spread 0.2%, band 1.0% (retest), 96.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3832, 4579, 34, V34::id},
-    //   tokens=1,h=5120: 1.56 us (S 2.91 us, 1.86x), spread 0.5%, band 1.0% (retest), 0.8% of copy
-    //   tokens=2,h=5120: 1.62 us (S 2.91 us, 1.80x), spread 2.1%, band 2.1% (retest), 1.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 3832, 4579, 31, V31::id},
+    //   tokens=8192,h=4096: 66.2 us (S 70.4 us, 1.06x), spread 0.2%, band 1.0% (retest), 95.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3832, 4579, 32, V32::id},
+    //   tokens=1,h=5120: 1.62 us (S 3.01 us, 1.85x), spread 1.0%, band 1.0% (retest), 0.7% of copy
+    //   tokens=2,h=5120: 1.68 us (S 2.98 us, 1.77x), spread 0.7%, band 1.2% (retest), 1.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2, 4580, 9158, 6, V6::id},
     //   tokens=4,h=5120: not measured; the bracket rule's choice
     //   tokens=7,h=5120: not measured; the bracket rule's choice
-    //   tokens=8,h=5120: 1.62 us (S 2.89 us, 1.78x), spread 0.9%, band 1.0% (retest), 4.9% of copy
+    //   tokens=8,h=5120: 1.70 us (S 2.97 us, 1.75x), spread 1.1%, band 1.1% (retest), 4.7% of copy
     //   tokens=11,h=5120: not measured; the bracket rule's choice
     //   tokens=15,h=5120: not measured; the bracket rule's choice
-    //   tokens=16,h=5120: 1.69 us (S 2.87 us, 1.70x), spread 0.9%, band 1.0% (retest), 9.3% of copy
+    //   tokens=16,h=5120: 1.75 us (S 2.95 us, 1.68x), spread 0.1%, band 1.0% (retest), 9.0% of copy
     //   tokens=22,h=5120: not measured; the bracket rule's choice
     //   tokens=31,h=5120: not measured; the bracket rule's choice
-    //   tokens=32,h=5120: 1.83 us (S 2.98 us, 1.63x), spread 0.4%, band 1.0% (retest), 16.9% of copy
+    //   tokens=32,h=5120: 1.84 us (S 3.00 us, 1.63x), spread 0.4%, band 1.0% (retest), 17.0% of copy
     //   tokens=45,h=5120: not measured; the bracket rule's choice
     //   tokens=63,h=5120: not measured; the bracket rule's choice
-    //   tokens=64,h=5120: 2.24 us (S 3.21 us, 1.43x), spread 1.0%, band 1.0% (retest), 27.5% of copy
+    //   tokens=64,h=5120: 2.26 us (S 3.23 us, 1.43x), spread 0.9%, band 1.0% (retest), 27.5% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 4580, 9158, 5, V5::id},
     //   tokens=128,h=5120: not measured; the bracket rule's choice
     //   tokens=255,h=5120: not measured; the bracket rule's choice
-    //   tokens=256,h=5120: 4.06 us (S 5.02 us, 1.24x), spread 0.1%, band 1.0% (retest), 60.7% of copy
+    //   tokens=256,h=5120: 4.06 us (S 5.07 us, 1.25x), spread 0.1%, band 1.0% (retest), 60.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 4580, 9158, 30, V30::id},
     //   tokens=362,h=5120: not measured; the bracket rule's choice
     //   tokens=511,h=5120: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 511, 4580, 9158, 33, V33::id},
-    //   tokens=512,h=5120: 6.45 us (S 8.50 us, 1.32x), spread 0.5%, band 1.0% (retest), 76.3% of copy
+    //   tokens=512,h=5120: 6.51 us (S 8.60 us, 1.32x), spread 0.6%, band 1.0% (retest), 76.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 512, 4580, 9158, 31, V31::id},
     //   tokens=724,h=5120: not measured; the bracket rule's choice
     //   tokens=1023,h=5120: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 1023, 4580, 9158, 31, V31::id},
-    //   tokens=1024,h=5120: 11.8 us (S 14.5 us, 1.23x), spread 0.3%, band 1.0% (retest), 83.4% of copy
+    //   tokens=1024,h=5120: 11.9 us (S 14.7 us, 1.23x), spread 0.4%, band 1.0% (retest), 82.9% of copy
     //   tokens=1448,h=5120: not measured; the bracket rule's choice
     //   tokens=2047,h=5120: not measured; the bracket rule's choice
-    //   tokens=2048,h=5120: 22.3 us (S 25.6 us, 1.15x), spread 0.3%, band 1.0% (retest), 88.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 4580, 9158, 7, V7::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 2047, 4580, 9158, 7, V7::id},
+    //   tokens=2048,h=5120: 22.4 us (S 25.8 us, 1.15x), spread 0.1%, band 1.0% (retest), 88.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2048, 4580, 9158, 31, V31::id},
     //   tokens=4096,h=5120: not measured; the bracket rule's choice
     //   tokens=8191,h=5120: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 4580, 9158, 31, V31::id},
-    //   tokens=8192,h=5120: 82.6 us (S 92.1 us, 1.11x), spread 0.3%, band 1.0% (retest), 95.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 4580, 9158, 7, V7::id},
-    //   tokens=1,h=16384: 1.71 us (S 4.73 us, 2.77x), spread 1.4%, band 1.4% (retest), 2.3% of copy
-    //   tokens=2,h=16384: 1.74 us (S 4.67 us, 2.68x), spread 0.3%, band 1.0% (retest), 4.0% of copy
+    //   tokens=8192,h=5120: 82.9 us (S 93.0 us, 1.12x), spread 0.2%, band 1.0% (retest), 95.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 4580, 9158, 33, V33::id},
+    //   tokens=1,h=16384: 1.77 us (S 4.83 us, 2.73x), spread 0.5%, band 1.0% (retest), 2.2% of copy
+    //   tokens=2,h=16384: 1.80 us (S 4.78 us, 2.66x), spread 0.5%, band 1.0% (retest), 3.9% of copy
     //   tokens=4,h=16384: not measured; the bracket rule's choice
     //   tokens=7,h=16384: not measured; the bracket rule's choice
-    //   tokens=8,h=16384: 1.92 us (S 4.66 us, 2.42x), spread 0.2%, band 1.0% (retest), 13.2% of copy
+    //   tokens=8,h=16384: 1.94 us (S 4.75 us, 2.45x), spread 0.7%, band 1.0% (retest), 13.2% of copy
     //   tokens=11,h=16384: not measured; the bracket rule's choice
     //   tokens=15,h=16384: not measured; the bracket rule's choice
-    //   tokens=16,h=16384: 2.26 us (S 4.74 us, 2.10x), spread 0.8%, band 1.0% (retest), 22.2% of copy
+    //   tokens=16,h=16384: 2.25 us (S 4.80 us, 2.13x), spread 2.3%, band 1.0% (retest), 22.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 16, 9159, INT64_MAX, 5, V5::id},
     //   tokens=22,h=16384: not measured; the bracket rule's choice
     //   tokens=31,h=16384: not measured; the bracket rule's choice
-    //   tokens=32,h=16384: 2.97 us (S 5.01 us, 1.69x), spread 2.1%, band 2.1% (retest), 33.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 9159, INT64_MAX, 6, V6::id},
+    //   tokens=32,h=16384: 3.10 us (S 5.03 us, 1.62x), spread 0.4%, band 5.6% (retest), 32.2% of copy
     //   tokens=45,h=16384: not measured; the bracket rule's choice
     //   tokens=63,h=16384: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 63, 9159, INT64_MAX, 5, V5::id},
-    //   tokens=64,h=16384: 3.91 us (S 5.56 us, 1.42x), spread 0.4%, band 1.0% (retest), 50.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 63, 9159, INT64_MAX, 30, V30::id},
+    //   tokens=64,h=16384: 3.99 us (S 5.69 us, 1.42x), spread 0.6%, band 1.0% (retest), 49.7% of copy
     //   tokens=128,h=16384: not measured; the bracket rule's choice
     //   tokens=255,h=16384: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 255, 9159, INT64_MAX, 31, V31::id},
-    //   tokens=256,h=16384: 9.49 us (S 12.3 us, 1.30x), spread 0.8%, band 1.0% (retest), 83.1% of copy
+    //   tokens=256,h=16384: 9.54 us (S 12.4 us, 1.30x), spread 0.5%, band 1.0% (retest), 83.0% of copy
     //   tokens=362,h=16384: not measured; the bracket rule's choice
     //   tokens=511,h=16384: not measured; the bracket rule's choice
-    //   tokens=512,h=16384: 18.5 us (S 23.0 us, 1.24x), spread 0.5%, band 1.0% (retest), 85.4% of copy
+    //   tokens=512,h=16384: 18.5 us (S 23.1 us, 1.25x), spread 0.2%, band 1.0% (retest), 85.4% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 9159, INT64_MAX, 9, V9::id},
     //   tokens=724,h=16384: not measured; the bracket rule's choice
     //   tokens=1023,h=16384: not measured; the bracket rule's choice
-    //   tokens=1024,h=16384: 34.5 us (S 43.7 us, 1.27x), spread 0.0%, band 1.0% (retest), 91.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1023, 9159, INT64_MAX, 34, V34::id},
+    //   tokens=1024,h=16384: 34.7 us (S 44.0 us, 1.27x), spread 0.3%, band 1.0% (retest), 91.1% of copy
     //   tokens=1448,h=16384: not measured; the bracket rule's choice
     //   tokens=2047,h=16384: not measured; the bracket rule's choice
-    //   tokens=2048,h=16384: 66.1 us (S 83.7 us, 1.27x), spread 0.1%, band 1.0% (retest), 95.4% of copy
+    //   tokens=2048,h=16384: 66.8 us (S 84.9 us, 1.27x), spread 0.1%, band 1.0% (retest), 94.7% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 9159, INT64_MAX, 35, V35::id},
     //   tokens=4096,h=16384: not measured; the bracket rule's choice
     //   tokens=8191,h=16384: not measured; the bracket rule's choice
-    //   tokens=8192,h=16384: 258 us (S 322 us, 1.24x), spread 0.1%, band 1.0% (retest), 97.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 9159, INT64_MAX, 36, V36::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 9159, INT64_MAX, 36, V36::id},
+    //   tokens=8192,h=16384: 260 us (S 324 us, 1.25x), spread 0.2%, band 1.0% (retest), 97.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 9159, INT64_MAX, 35, V35::id},
     // NVIDIA H200 (sm_90), bf16
-    //   tokens=1,h=896: 1.35 us (S 2.40 us, 1.78x), spread 1.3%, band 1.3% (retest), 0.2% of copy
-    //   tokens=2,h=896: 1.39 us (S 2.42 us, 1.74x), spread 1.3%, band 1.3% (retest), 0.3% of copy
+    //   tokens=1,h=896: 1.40 us (S 2.48 us, 1.77x), spread 2.6%, band 2.6% (retest), 0.2% of copy
+    //   tokens=2,h=896: 1.44 us (S 2.53 us, 1.75x), spread 1.8%, band 1.8% (retest), 0.3% of copy
     //   tokens=4,h=896: not measured; the bracket rule's choice
     //   tokens=7,h=896: not measured; the bracket rule's choice
-    //   tokens=8,h=896: 1.47 us (S 2.41 us, 1.64x), spread 1.0%, band 1.0% (retest), 0.9% of copy
+    //   tokens=8,h=896: 1.52 us (S 2.48 us, 1.63x), spread 1.6%, band 1.6% (retest), 0.9% of copy
     //   tokens=11,h=896: not measured; the bracket rule's choice
     //   tokens=15,h=896: not measured; the bracket rule's choice
-    //   tokens=16,h=896: 1.50 us (S 2.41 us, 1.60x), spread 0.6%, band 1.0% (retest), 1.8% of copy
+    //   tokens=16,h=896: 1.55 us (S 2.48 us, 1.60x), spread 0.7%, band 1.0% (retest), 1.8% of copy
     //   tokens=22,h=896: not measured; the bracket rule's choice
     //   tokens=31,h=896: not measured; the bracket rule's choice
-    //   tokens=32,h=896: 1.54 us (S 2.44 us, 1.59x), spread 0.3%, band 1.0% (retest), 3.5% of copy
+    //   tokens=32,h=896: 1.59 us (S 2.50 us, 1.57x), spread 0.5%, band 1.0% (retest), 3.4% of copy
     //   tokens=45,h=896: not measured; the bracket rule's choice
     //   tokens=63,h=896: not measured; the bracket rule's choice
-    //   tokens=64,h=896: 1.58 us (S 2.49 us, 1.58x), spread 0.3%, band 1.0% (retest), 6.9% of copy
+    //   tokens=64,h=896: 1.61 us (S 2.55 us, 1.58x), spread 0.6%, band 1.0% (retest), 6.7% of copy
     //   tokens=128,h=896: not measured; the bracket rule's choice
     //   tokens=255,h=896: not measured; the bracket rule's choice
-    //   tokens=256,h=896: 1.87 us (S 2.72 us, 1.45x), spread 0.1%, band 1.0% (retest), 23.1% of copy
+    //   tokens=256,h=896: 1.86 us (S 2.74 us, 1.48x), spread 0.5%, band 1.0% (retest), 23.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 0, 1354, 10, V10::id},
     //   tokens=362,h=896: not measured; the bracket rule's choice
     //   tokens=511,h=896: not measured; the bracket rule's choice
-    //   tokens=512,h=896: 2.34 us (S 3.09 us, 1.32x), spread 0.4%, band 1.0% (retest), 36.9% of copy
+    //   tokens=512,h=896: 2.36 us (S 3.12 us, 1.32x), spread 0.2%, band 1.0% (retest), 36.7% of copy
     //   tokens=724,h=896: not measured; the bracket rule's choice
     //   tokens=1023,h=896: not measured; the bracket rule's choice
-    //   tokens=1024,h=896: 3.30 us (S 4.05 us, 1.23x), spread 0.1%, band 1.0% (retest), 52.3% of copy
+    //   tokens=1024,h=896: 3.35 us (S 4.09 us, 1.22x), spread 0.4%, band 1.0% (retest), 51.7% of copy
     //   tokens=1448,h=896: not measured; the bracket rule's choice
     //   tokens=2047,h=896: not measured; the bracket rule's choice
-    //   tokens=2048,h=896: 5.08 us (S 6.41 us, 1.26x), spread 0.7%, band 1.0% (retest), 67.9% of copy
+    //   tokens=2048,h=896: 5.14 us (S 6.51 us, 1.27x), spread 0.5%, band 1.0% (retest), 67.4% of copy
     //   tokens=4096,h=896: not measured; the bracket rule's choice
     //   tokens=8191,h=896: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 8191, 0, 1354, 13, V13::id},
-    //   tokens=8192,h=896: 16.1 us (S 17.6 us, 1.10x), spread 0.4%, band 1.0% (retest), 85.7% of copy
+    //   tokens=8192,h=896: 16.3 us (S 17.9 us, 1.10x), spread 0.2%, band 1.0% (retest), 85.2% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 1354, 37, V37::id},
-    //   tokens=1,h=2048: 1.42 us (S 2.58 us, 1.82x), spread 1.2%, band 1.0% (retest), 0.3% of copy
-    //   tokens=2,h=2048: 1.43 us (S 2.54 us, 1.77x), spread 0.8%, band 1.0% (retest), 0.6% of copy
+    //   tokens=1,h=2048: 1.48 us (S 2.66 us, 1.80x), spread 0.6%, band 2.5% (retest), 0.3% of copy
+    //   tokens=2,h=2048: 1.49 us (S 2.63 us, 1.77x), spread 1.8%, band 1.8% (retest), 0.6% of copy
     //   tokens=4,h=2048: not measured; the bracket rule's choice
     //   tokens=7,h=2048: not measured; the bracket rule's choice
-    //   tokens=8,h=2048: 1.50 us (S 2.55 us, 1.69x), spread 0.6%, band 1.5% (retest), 2.1% of copy
+    //   tokens=8,h=2048: 1.56 us (S 2.64 us, 1.69x), spread 0.9%, band 1.0% (retest), 2.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 8, 1355, 2508, 10, V10::id},
     //   tokens=11,h=2048: not measured; the bracket rule's choice
     //   tokens=15,h=2048: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 15, 1355, 2508, 11, V11::id},
-    //   tokens=16,h=2048: 1.55 us (S 2.53 us, 1.63x), spread 0.4%, band 1.0% (retest), 4.0% of copy
+    //   tokens=16,h=2048: 1.60 us (S 2.61 us, 1.64x), spread 0.9%, band 1.0% (retest), 3.9% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 16, 1355, 2508, 10, V10::id},
     //   tokens=22,h=2048: not measured; the bracket rule's choice
     //   tokens=31,h=2048: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 31, 1355, 2508, 11, V11::id},
-    //   tokens=32,h=2048: 1.58 us (S 2.60 us, 1.65x), spread 0.3%, band 1.0% (retest), 7.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 32, 1355, 2508, 10, V10::id},
+    //   tokens=32,h=2048: 1.63 us (S 2.66 us, 1.63x), spread 0.5%, band 1.0% (retest), 7.6% of copy
     //   tokens=45,h=2048: not measured; the bracket rule's choice
     //   tokens=63,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 63, 1355, 2508, 11, V11::id},
-    //   tokens=64,h=2048: 1.68 us (S 2.65 us, 1.58x), spread 0.8%, band 1.0% (retest), 14.7% of copy
+    //   tokens=64,h=2048: 1.68 us (S 2.66 us, 1.58x), spread 0.8%, band 1.0% (retest), 14.8% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 64, 1355, 2508, 10, V10::id},
     //   tokens=128,h=2048: not measured; the bracket rule's choice
     //   tokens=255,h=2048: not measured; the bracket rule's choice
-    //   tokens=256,h=2048: 2.57 us (S 3.32 us, 1.29x), spread 0.4%, band 1.0% (retest), 38.4% of copy
+    //   tokens=256,h=2048: 2.51 us (S 3.29 us, 1.31x), spread 0.2%, band 1.0% (retest), 39.5% of copy
     //   tokens=362,h=2048: not measured; the bracket rule's choice
     //   tokens=511,h=2048: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 511, 1355, 2508, 13, V13::id},
-    //   tokens=512,h=2048: 3.49 us (S 4.36 us, 1.25x), spread 0.3%, band 1.0% (retest), 56.5% of copy
+    //   tokens=512,h=2048: 3.55 us (S 4.44 us, 1.25x), spread 0.5%, band 1.0% (retest), 55.8% of copy
     //   tokens=724,h=2048: not measured; the bracket rule's choice
     //   tokens=1023,h=2048: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 1023, 1355, 2508, 10, V10::id},
-    //   tokens=1024,h=2048: 5.50 us (S 7.05 us, 1.28x), spread 1.0%, band 1.0% (retest), 71.7% of copy
+    //   tokens=1024,h=2048: 5.56 us (S 7.17 us, 1.29x), spread 0.9%, band 1.0% (retest), 71.2% of copy
     //   tokens=1448,h=2048: not measured; the bracket rule's choice
     //   tokens=2047,h=2048: not measured; the bracket rule's choice
-    //   tokens=2048,h=2048: 9.54 us (S 11.3 us, 1.18x), spread 0.6%, band 1.0% (retest), 82.6% of copy
+    //   tokens=2048,h=2048: 9.64 us (S 11.4 us, 1.18x), spread 0.9%, band 1.0% (retest), 82.1% of copy
     //   tokens=4096,h=2048: not measured; the bracket rule's choice
     //   tokens=8191,h=2048: not measured; the bracket rule's choice
-    //   tokens=8192,h=2048: 34.0 us (S 36.5 us, 1.07x), spread 0.5%, band 1.0% (retest), 92.6% of copy
+    //   tokens=8192,h=2048: 34.3 us (S 36.8 us, 1.08x), spread 0.2%, band 1.0% (retest), 92.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 1355, 2508, 37, V37::id},
-    //   tokens=1,h=3072: 1.46 us (S 2.70 us, 1.85x), spread 0.8%, band 1.0% (retest), 0.5% of copy
-    //   tokens=2,h=3072: 1.47 us (S 2.67 us, 1.82x), spread 0.6%, band 1.0% (retest), 0.9% of copy
+    //   tokens=1,h=3072: 1.49 us (S 2.76 us, 1.85x), spread 1.4%, band 1.4% (retest), 0.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1, 2509, 3318, 11, V11::id},
+    //   tokens=2,h=3072: 1.52 us (S 2.75 us, 1.81x), spread 0.6%, band 1.0% (retest), 0.9% of copy
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.54 us (S 2.63 us, 1.71x), spread 0.5%, band 1.0% (retest), 3.1% of copy
+    //   tokens=8,h=3072: 1.60 us (S 2.75 us, 1.72x), spread 0.9%, band 1.0% (retest), 3.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 8, 2509, 3318, 10, V10::id},
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 15, 2509, 3318, 11, V11::id},
-    //   tokens=16,h=3072: 1.56 us (S 2.65 us, 1.70x), spread 0.8%, band 1.0% (retest), 6.0% of copy
+    //   tokens=16,h=3072: 1.61 us (S 2.73 us, 1.70x), spread 1.3%, band 1.3% (retest), 5.9% of copy
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
-    //   tokens=32,h=3072: 1.62 us (S 2.68 us, 1.66x), spread 0.3%, band 1.0% (retest), 11.5% of copy
+    //   tokens=32,h=3072: 1.67 us (S 2.75 us, 1.65x), spread 0.6%, band 1.0% (retest), 11.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 2509, 3318, 11, V11::id},
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    //   tokens=64,h=3072: 1.83 us (S 2.83 us, 1.55x), spread 0.5%, band 1.0% (retest), 20.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 64, 2509, 3318, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 2509, 3318, 10, V10::id},
+    //   tokens=64,h=3072: 1.83 us (S 2.83 us, 1.55x), spread 0.6%, band 1.0% (retest), 20.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 64, 2509, 3318, 11, V11::id},
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
-    //   tokens=256,h=3072: 3.17 us (S 3.94 us, 1.24x), spread 0.1%, band 1.0% (retest), 46.6% of copy
+    //   tokens=256,h=3072: 3.19 us (S 3.98 us, 1.25x), spread 0.5%, band 1.0% (retest), 46.6% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 2509, 3318, 13, V13::id},
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
-    //   tokens=512,h=3072: 4.30 us (S 6.36 us, 1.48x), spread 0.4%, band 1.0% (retest), 68.8% of copy
+    //   tokens=512,h=3072: 4.33 us (S 6.44 us, 1.49x), spread 0.3%, band 1.0% (retest), 68.5% of copy
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 1023, 2509, 3318, 10, V10::id},
-    //   tokens=1024,h=3072: 7.30 us (S 9.73 us, 1.33x), spread 0.3%, band 1.0% (retest), 81.0% of copy
+    //   tokens=1024,h=3072: 7.33 us (S 9.85 us, 1.34x), spread 0.3%, band 1.0% (retest), 80.9% of copy
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    //   tokens=2048,h=3072: 14.0 us (S 16.5 us, 1.18x), spread 0.2%, band 1.0% (retest), 84.2% of copy
+    //   tokens=2048,h=3072: 14.2 us (S 16.6 us, 1.18x), spread 0.3%, band 1.0% (retest), 83.8% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 2509, 3318, 37, V37::id},
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    //   tokens=8192,h=3072: 50.4 us (S 56.0 us, 1.11x), spread 0.1%, band 1.0% (retest), 93.8% of copy
+    //   tokens=8192,h=3072: 50.8 us (S 56.6 us, 1.12x), spread 0.2%, band 1.0% (retest), 93.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 2509, 3318, 10, V10::id},
     //   tokens=1,h=3584: 1.49 us (S 2.78 us, 1.87x), spread 1.0%, band 1.0% (retest), 0.6% of copy
     //   tokens=2,h=3584: 1.53 us (S 2.79 us, 1.83x), spread 0.7%, band 1.3% (retest), 1.0% of copy
@@ -822,110 +826,112 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8191,h=3584: not measured; the bracket rule's choice
     //   tokens=8192,h=3584: 58.9 us (S 74.6 us, 1.27x), spread 0.3%, band 1.0% (retest), 94.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3319, 3831, 37, V37::id},
-    //   tokens=1,h=4096: 1.46 us (S 2.81 us, 1.92x), spread 1.5%, band 1.5% (retest), 0.7% of copy
-    //   tokens=2,h=4096: 1.48 us (S 2.76 us, 1.87x), spread 0.3%, band 1.0% (retest), 1.2% of copy
+    //   tokens=1,h=4096: 1.51 us (S 2.88 us, 1.91x), spread 2.5%, band 2.5% (retest), 0.6% of copy
+    //   tokens=2,h=4096: 1.53 us (S 2.85 us, 1.87x), spread 0.2%, band 1.0% (retest), 1.1% of copy
     //   tokens=4,h=4096: not measured; the bracket rule's choice
     //   tokens=7,h=4096: not measured; the bracket rule's choice
-    //   tokens=8,h=4096: 1.56 us (S 2.74 us, 1.76x), spread 2.1%, band 1.2% (retest), 4.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 8, 3832, 4579, 11, V11::id},
+    //   tokens=8,h=4096: 1.60 us (S 2.83 us, 1.77x), spread 0.4%, band 1.0% (retest), 4.0% of copy
     //   tokens=11,h=4096: not measured; the bracket rule's choice
     //   tokens=15,h=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 15, 3832, 4579, 39, V39::id},
-    //   tokens=16,h=4096: 1.60 us (S 2.77 us, 1.74x), spread 1.0%, band 1.0% (retest), 7.8% of copy
+    //   tokens=16,h=4096: 1.64 us (S 2.85 us, 1.74x), spread 0.3%, band 1.0% (retest), 7.7% of copy
     //   tokens=22,h=4096: not measured; the bracket rule's choice
     //   tokens=31,h=4096: not measured; the bracket rule's choice
-    //   tokens=32,h=4096: 1.69 us (S 2.80 us, 1.66x), spread 0.4%, band 1.0% (retest), 14.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 31, 3832, 4579, 11, V11::id},
+    //   tokens=32,h=4096: 1.71 us (S 2.85 us, 1.66x), spread 0.8%, band 1.0% (retest), 14.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 3832, 4579, 10, V10::id},
     //   tokens=45,h=4096: not measured; the bracket rule's choice
     //   tokens=63,h=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 63, 3832, 4579, 11, V11::id},
-    //   tokens=64,h=4096: 1.97 us (S 3.02 us, 1.53x), spread 0.9%, band 1.0% (retest), 25.0% of copy
+    //   tokens=64,h=4096: 1.97 us (S 3.05 us, 1.55x), spread 0.6%, band 1.0% (retest), 25.3% of copy
     //   tokens=128,h=4096: not measured; the bracket rule's choice
     //   tokens=255,h=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 3832, 4579, 10, V10::id},
-    //   tokens=256,h=4096: 3.65 us (S 4.48 us, 1.23x), spread 0.9%, band 1.0% (retest), 54.0% of copy
+    //   tokens=256,h=4096: 3.72 us (S 4.56 us, 1.23x), spread 0.2%, band 1.0% (retest), 53.2% of copy
     //   tokens=362,h=4096: not measured; the bracket rule's choice
     //   tokens=511,h=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 511, 3832, 4579, 13, V13::id},
-    //   tokens=512,h=4096: 5.28 us (S 7.47 us, 1.41x), spread 0.5%, band 1.0% (retest), 74.6% of copy
+    //   tokens=512,h=4096: 5.33 us (S 7.52 us, 1.41x), spread 0.1%, band 1.0% (retest), 74.2% of copy
     //   tokens=724,h=4096: not measured; the bracket rule's choice
     //   tokens=1023,h=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 1023, 3832, 4579, 12, V12::id},
-    //   tokens=1024,h=4096: 9.40 us (S 12.7 us, 1.35x), spread 1.8%, band 1.8% (retest), 83.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 3832, 4579, 38, V38::id},
+    //   tokens=1024,h=4096: 9.36 us (S 12.9 us, 1.37x), spread 0.2%, band 1.0% (retest), 84.5% of copy
     //   tokens=1448,h=4096: not measured; the bracket rule's choice
     //   tokens=2047,h=4096: not measured; the bracket rule's choice
-    //   tokens=2048,h=4096: 17.8 us (S 22.3 us, 1.25x), spread 0.5%, band 1.0% (retest), 88.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 3832, 4579, 38, V38::id},
+    //   tokens=2048,h=4096: 18.0 us (S 22.6 us, 1.26x), spread 0.4%, band 1.0% (retest), 88.1% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 3832, 4579, 12, V12::id},
     //   tokens=4096,h=4096: not measured; the bracket rule's choice
     //   tokens=8191,h=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 3832, 4579, 12, V12::id},
-    //   tokens=8192,h=4096: 65.7 us (S 79.3 us, 1.21x), spread 0.1%, band 1.0% (retest), 96.0% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3832, 4579, 37, V37::id},
-    //   tokens=1,h=5120: 1.49 us (S 2.91 us, 1.95x), spread 1.0%, band 1.0% (retest), 0.8% of copy
-    //   tokens=2,h=5120: 1.53 us (S 2.90 us, 1.90x), spread 0.3%, band 1.0% (retest), 1.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 3832, 4579, 37, V37::id},
+    //   tokens=8192,h=4096: 66.2 us (S 80.2 us, 1.21x), spread 0.2%, band 1.0% (retest), 95.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3832, 4579, 12, V12::id},
+    //   tokens=1,h=5120: 1.54 us (S 2.99 us, 1.94x), spread 0.4%, band 1.0% (retest), 0.8% of copy
+    //   tokens=2,h=5120: 1.58 us (S 2.97 us, 1.88x), spread 1.2%, band 1.0% (retest), 1.4% of copy
     //   tokens=4,h=5120: not measured; the bracket rule's choice
     //   tokens=7,h=5120: not measured; the bracket rule's choice
-    //   tokens=8,h=5120: 1.57 us (S 2.89 us, 1.85x), spread 0.5%, band 1.0% (retest), 5.1% of copy
+    //   tokens=8,h=5120: 1.62 us (S 2.97 us, 1.83x), spread 0.5%, band 1.0% (retest), 4.9% of copy
     //   tokens=11,h=5120: not measured; the bracket rule's choice
     //   tokens=15,h=5120: not measured; the bracket rule's choice
-    //   tokens=16,h=5120: 1.62 us (S 2.86 us, 1.77x), spread 0.4%, band 1.0% (retest), 9.7% of copy
+    //   tokens=16,h=5120: 1.66 us (S 2.96 us, 1.78x), spread 1.0%, band 1.0% (retest), 9.4% of copy
     //   tokens=22,h=5120: not measured; the bracket rule's choice
     //   tokens=31,h=5120: not measured; the bracket rule's choice
-    //   tokens=32,h=5120: 1.77 us (S 2.97 us, 1.67x), spread 0.7%, band 1.0% (retest), 17.5% of copy
+    //   tokens=32,h=5120: 1.77 us (S 2.99 us, 1.69x), spread 0.2%, band 1.0% (retest), 17.6% of copy
     //   tokens=45,h=5120: not measured; the bracket rule's choice
     //   tokens=63,h=5120: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 63, 4580, 9158, 11, V11::id},
-    //   tokens=64,h=5120: 2.17 us (S 3.20 us, 1.48x), spread 0.3%, band 1.0% (retest), 28.5% of copy
+    //   tokens=64,h=5120: 2.15 us (S 3.21 us, 1.49x), spread 0.6%, band 1.0% (retest), 28.8% of copy
     //   tokens=128,h=5120: not measured; the bracket rule's choice
     //   tokens=255,h=5120: not measured; the bracket rule's choice
-    //   tokens=256,h=5120: 4.01 us (S 4.98 us, 1.24x), spread 0.1%, band 1.0% (retest), 61.4% of copy
+    //   tokens=256,h=5120: 4.03 us (S 5.04 us, 1.25x), spread 0.1%, band 1.0% (retest), 61.4% of copy
     //   tokens=362,h=5120: not measured; the bracket rule's choice
     //   tokens=511,h=5120: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 511, 4580, 9158, 10, V10::id},
-    //   tokens=512,h=5120: 6.26 us (S 8.45 us, 1.35x), spread 0.6%, band 1.0% (retest), 78.7% of copy
+    //   tokens=512,h=5120: 6.32 us (S 8.58 us, 1.36x), spread 0.4%, band 1.0% (retest), 78.2% of copy
     //   tokens=724,h=5120: not measured; the bracket rule's choice
     //   tokens=1023,h=5120: not measured; the bracket rule's choice
-    //   tokens=1024,h=5120: 11.6 us (S 14.5 us, 1.25x), spread 0.2%, band 1.0% (retest), 84.6% of copy
+    //   tokens=1024,h=5120: 11.8 us (S 14.7 us, 1.25x), spread 0.8%, band 1.0% (retest), 84.1% of copy
     //   tokens=1448,h=5120: not measured; the bracket rule's choice
     //   tokens=2047,h=5120: not measured; the bracket rule's choice
-    //   tokens=2048,h=5120: 22.0 us (S 25.5 us, 1.16x), spread 0.2%, band 1.0% (retest), 89.6% of copy
+    //   tokens=2048,h=5120: 22.3 us (S 25.8 us, 1.16x), spread 0.5%, band 1.0% (retest), 88.8% of copy
     //   tokens=4096,h=5120: not measured; the bracket rule's choice
     //   tokens=8191,h=5120: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 4580, 9158, 12, V12::id},
-    //   tokens=8192,h=5120: 82.4 us (S 91.9 us, 1.11x), spread 0.2%, band 1.0% (retest), 95.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 4580, 9158, 40, V40::id},
-    //   tokens=1,h=16384: 1.61 us (S 4.69 us, 2.92x), spread 0.6%, band 1.0% (retest), 2.4% of copy
-    //   tokens=2,h=16384: 1.61 us (S 4.61 us, 2.85x), spread 0.5%, band 1.0% (retest), 4.3% of copy
+    //   tokens=8192,h=5120: 83.1 us (S 92.8 us, 1.12x), spread 0.1%, band 1.0% (retest), 95.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 4580, 9158, 12, V12::id},
+    //   tokens=1,h=16384: 1.66 us (S 4.79 us, 2.89x), spread 0.3%, band 1.0% (retest), 2.3% of copy
+    //   tokens=2,h=16384: 1.67 us (S 4.73 us, 2.84x), spread 0.4%, band 1.0% (retest), 4.2% of copy
     //   tokens=4,h=16384: not measured; the bracket rule's choice
     //   tokens=7,h=16384: not measured; the bracket rule's choice
-    //   tokens=8,h=16384: 1.76 us (S 4.60 us, 2.62x), spread 0.5%, band 1.0% (retest), 14.4% of copy
+    //   tokens=8,h=16384: 1.76 us (S 4.72 us, 2.68x), spread 0.8%, band 1.0% (retest), 14.5% of copy
     //   tokens=11,h=16384: not measured; the bracket rule's choice
     //   tokens=15,h=16384: not measured; the bracket rule's choice
-    //   tokens=16,h=16384: 2.08 us (S 4.72 us, 2.27x), spread 0.7%, band 1.0% (retest), 24.1% of copy
+    //   tokens=16,h=16384: 2.07 us (S 4.76 us, 2.30x), spread 0.4%, band 1.0% (retest), 24.2% of copy
     //   tokens=22,h=16384: not measured; the bracket rule's choice
     //   tokens=31,h=16384: not measured; the bracket rule's choice
-    //   tokens=32,h=16384: 2.85 us (S 4.98 us, 1.75x), spread 0.2%, band 1.0% (retest), 34.8% of copy
+    //   tokens=32,h=16384: 2.80 us (S 4.99 us, 1.78x), spread 0.9%, band 1.0% (retest), 35.6% of copy
     //   tokens=45,h=16384: not measured; the bracket rule's choice
     //   tokens=63,h=16384: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 63, 9159, INT64_MAX, 39, V39::id},
-    //   tokens=64,h=16384: 3.89 us (S 5.55 us, 1.43x), spread 0.2%, band 1.0% (retest), 50.8% of copy
+    //   tokens=64,h=16384: 3.95 us (S 5.72 us, 1.45x), spread 0.7%, band 1.0% (retest), 50.2% of copy
     //   tokens=128,h=16384: not measured; the bracket rule's choice
     //   tokens=255,h=16384: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 9159, INT64_MAX, 37, V37::id},
-    //   tokens=256,h=16384: 9.48 us (S 12.3 us, 1.30x), spread 0.2%, band 1.0% (retest), 83.2% of copy
+    //   tokens=256,h=16384: 9.52 us (S 12.4 us, 1.30x), spread 0.8%, band 1.0% (retest), 83.1% of copy
     //   tokens=362,h=16384: not measured; the bracket rule's choice
     //   tokens=511,h=16384: not measured; the bracket rule's choice
-    //   tokens=512,h=16384: 18.5 us (S 23.0 us, 1.25x), spread 0.1%, band 1.0% (retest), 85.4% of copy
+    //   tokens=512,h=16384: 18.5 us (S 23.1 us, 1.25x), spread 0.3%, band 1.0% (retest), 85.6% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 512, 9159, INT64_MAX, 38, V38::id},
     //   tokens=724,h=16384: not measured; the bracket rule's choice
     //   tokens=1023,h=16384: not measured; the bracket rule's choice
-    //   tokens=1024,h=16384: 34.5 us (S 43.6 us, 1.26x), spread 0.0%, band 1.0% (retest), 91.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 9159, INT64_MAX, 40, V40::id},
+    //   tokens=1024,h=16384: 34.7 us (S 44.0 us, 1.27x), spread 0.2%, band 1.0% (retest), 91.2% of copy
     //   tokens=1448,h=16384: not measured; the bracket rule's choice
     //   tokens=2047,h=16384: not measured; the bracket rule's choice
-    //   tokens=2048,h=16384: 66.1 us (S 83.9 us, 1.27x), spread 0.1%, band 1.0% (retest), 95.3% of copy
+    //   tokens=2048,h=16384: 66.8 us (S 85.0 us, 1.27x), spread 0.6%, band 1.0% (retest), 94.8% of copy
     //   tokens=4096,h=16384: not measured; the bracket rule's choice
     //   tokens=8191,h=16384: not measured; the bracket rule's choice
-    //   tokens=8192,h=16384: 258 us (S 320 us, 1.24x), spread 0.0%, band 1.0% (retest), 97.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 9159, INT64_MAX, 41, V41::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 9159, INT64_MAX, 41, V41::id},
+    //   tokens=8192,h=16384: 260 us (S 323 us, 1.24x), spread 0.2%, band 1.0% (retest), 97.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 9159, INT64_MAX, 42, V42::id},
 };
 
 namespace detail {
@@ -1021,6 +1027,7 @@ ktune::Status with_variant(int variant, F&& f) {
     case 39: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V39, 90, 2>{}); break;
     case 40: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V40, 90, 2>{}); break;
     case 41: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V41, 90, 2>{}); break;
+    case 42: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V42, 90, 2>{}); break;
     default: break;
   }
   return f(general_config{});  // general configuration: best geometric mean, or Space::default_point

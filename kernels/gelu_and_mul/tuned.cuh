@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/gelu_and_mul.json (0x511c1db7d3ad5c87): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/gelu_and_mul.json (0x4a6ad6ebabb4b08c): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/gelu_and_mul.json (0x884f4b15ec586d6b): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T14:44:54+00:00, commit 745fab4086eccce2efaaa91a5995d3acbe826eb3-dirty
 //     cells between its measured shapes: the bracket rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -31,25 +31,24 @@ struct V1 { static constexpr char id[] = "tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_
 struct V2 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
 struct V3 { static constexpr char id[] = "tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
 struct V4 { static constexpr char id[] = "tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
-struct V5 { static constexpr char id[] = "tpb_256.vb_4.vpt_2.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
-struct V6 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
-struct V7 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
-struct V8 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp32, sm_90
-struct V9 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
-struct V10 { static constexpr char id[] = "tpb_128.vb_4.vpt_4.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
-struct V11 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
-struct V12 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
-struct V13 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp16, sm_90
-struct V14 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
-struct V15 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
-struct V16 { static constexpr char id[] = "tpb_128.vb_16.vpt_2.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
-struct V17 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
-struct V18 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
-struct V19 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
-struct V20 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
-struct V21 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
-struct V22 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
-struct V23 { static constexpr char id[] = "tpb_512.vb_16.vpt_2.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
+struct V5 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
+struct V6 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
+struct V7 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp32, sm_90
+struct V8 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
+struct V9 { static constexpr char id[] = "tpb_128.vb_4.vpt_4.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
+struct V10 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
+struct V11 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
+struct V12 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
+struct V13 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
+struct V14 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
+struct V15 { static constexpr char id[] = "tpb_256.vb_16.vpt_2.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
+struct V16 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V17 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V18 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V19 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
+struct V20 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
+struct V21 { static constexpr char id[] = "tpb_512.vb_16.vpt_2.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
+struct V22 { static constexpr char id[] = "tpb_256.vb_16.vpt_2.rpb_1.split_1.pdl_0"; };  // bf16, sm_90
 
 inline constexpr ktune::TunedEntry entries[] = {
     // NVIDIA H100 80GB HBM3 (sm_90), fp32
@@ -116,433 +115,432 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8192,d=28672: 458 us (S 537 us, 1.17x), spread 0.1%, band 1.0% (retest), 102.7% of copy
     {90, "NVIDIA H100 80GB HBM3", ktune::DType::bf16, INT64_MAX, 0, INT64_MAX, 4, V4::id},
     // NVIDIA H200 (sm_90), fp32
-    //   tokens=1,d=2048: 1.35 us (S 1.94 us, 1.44x), spread 1.5%, band 1.5% (retest), 0.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1, 0, 3547, 5, V5::id},
-    //   tokens=2,d=2048: 1.37 us (S 1.98 us, 1.44x), spread 0.4%, band 1.0% (retest), 0.8% of copy
+    //   tokens=1,d=2048: 1.40 us (S 2.01 us, 1.44x), spread 0.8%, band 1.0% (retest), 0.4% of copy
+    //   tokens=2,d=2048: 1.43 us (S 2.02 us, 1.41x), spread 1.7%, band 1.7% (retest), 0.8% of copy
     //   tokens=4,d=2048: not measured; the bracket rule's choice
     //   tokens=7,d=2048: not measured; the bracket rule's choice
-    //   tokens=8,d=2048: 1.47 us (S 2.02 us, 1.38x), spread 0.8%, band 1.0% (retest), 3.1% of copy
+    //   tokens=8,d=2048: 1.52 us (S 2.10 us, 1.39x), spread 0.9%, band 1.0% (retest), 3.1% of copy
     //   tokens=11,d=2048: not measured; the bracket rule's choice
     //   tokens=15,d=2048: not measured; the bracket rule's choice
-    //   tokens=16,d=2048: 1.51 us (S 2.05 us, 1.35x), spread 0.4%, band 1.0% (retest), 6.1% of copy
+    //   tokens=16,d=2048: 1.56 us (S 2.12 us, 1.36x), spread 1.0%, band 1.0% (retest), 5.9% of copy
     //   tokens=22,d=2048: not measured; the bracket rule's choice
     //   tokens=31,d=2048: not measured; the bracket rule's choice
-    //   tokens=32,d=2048: 1.60 us (S 2.16 us, 1.35x), spread 0.3%, band 1.0% (retest), 11.6% of copy
+    //   tokens=32,d=2048: 1.60 us (S 2.19 us, 1.37x), spread 0.5%, band 1.0% (retest), 11.6% of copy
     //   tokens=45,d=2048: not measured; the bracket rule's choice
     //   tokens=63,d=2048: not measured; the bracket rule's choice
-    //   tokens=64,d=2048: 1.75 us (S 2.33 us, 1.33x), spread 0.3%, band 1.0% (retest), 21.1% of copy
+    //   tokens=64,d=2048: 1.75 us (S 2.34 us, 1.34x), spread 0.5%, band 1.0% (retest), 21.2% of copy
     //   tokens=128,d=2048: not measured; the bracket rule's choice
     //   tokens=255,d=2048: not measured; the bracket rule's choice
-    //   tokens=256,d=2048: 2.93 us (S 3.62 us, 1.23x), spread 0.4%, band 1.0% (retest), 50.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 0, 3547, 6, V6::id},
+    //   tokens=256,d=2048: 2.97 us (S 3.62 us, 1.22x), spread 0.4%, band 1.0% (retest), 49.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 0, 3547, 5, V5::id},
     //   tokens=362,d=2048: not measured; the bracket rule's choice
     //   tokens=511,d=2048: not measured; the bracket rule's choice
-    //   tokens=512,d=2048: 4.42 us (S 5.30 us, 1.20x), spread 0.4%, band 1.0% (retest), 66.8% of copy
+    //   tokens=512,d=2048: 4.45 us (S 5.39 us, 1.21x), spread 0.4%, band 1.0% (retest), 66.7% of copy
     //   tokens=724,d=2048: not measured; the bracket rule's choice
     //   tokens=1023,d=2048: not measured; the bracket rule's choice
-    //   tokens=1024,d=2048: 7.29 us (S 8.64 us, 1.19x), spread 0.1%, band 1.0% (retest), 81.1% of copy
+    //   tokens=1024,d=2048: 7.35 us (S 8.75 us, 1.19x), spread 0.3%, band 1.0% (retest), 80.8% of copy
     //   tokens=1448,d=2048: not measured; the bracket rule's choice
     //   tokens=2047,d=2048: not measured; the bracket rule's choice
-    //   tokens=2048,d=2048: 13.2 us (S 15.0 us, 1.14x), spread 0.6%, band 1.0% (retest), 89.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 0, 3547, 7, V7::id},
+    //   tokens=2048,d=2048: 13.1 us (S 15.2 us, 1.16x), spread 0.1%, band 1.0% (retest), 90.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 0, 3547, 6, V6::id},
     //   tokens=4096,d=2048: not measured; the bracket rule's choice
     //   tokens=8191,d=2048: not measured; the bracket rule's choice
-    //   tokens=8192,d=2048: 47.5 us (S 54.8 us, 1.15x), spread 0.2%, band 1.0% (retest), 99.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 3547, 8, V8::id},
-    //   tokens=1,d=6144: 1.43 us (S 3.38 us, 2.36x), spread 0.6%, band 1.0% (retest), 1.2% of copy
-    //   tokens=2,d=6144: 1.49 us (S 3.48 us, 2.33x), spread 1.0%, band 1.3% (retest), 2.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2, 3548, 8688, 5, V5::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 0, 3547, 7, V7::id},
+    //   tokens=8192,d=2048: 47.9 us (S 54.8 us, 1.14x), spread 0.5%, band 1.0% (retest), 99.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 3547, 1, V1::id},
+    //   tokens=1,d=6144: 1.48 us (S 3.48 us, 2.35x), spread 2.0%, band 2.0% (retest), 1.2% of copy
+    //   tokens=2,d=6144: 1.52 us (S 3.60 us, 2.36x), spread 0.6%, band 1.0% (retest), 2.3% of copy
     //   tokens=4,d=6144: not measured; the bracket rule's choice
     //   tokens=7,d=6144: not measured; the bracket rule's choice
-    //   tokens=8,d=6144: 1.58 us (S 3.61 us, 2.28x), spread 1.0%, band 1.0% (retest), 8.7% of copy
+    //   tokens=8,d=6144: 1.62 us (S 3.71 us, 2.28x), spread 0.7%, band 1.0% (retest), 8.6% of copy
     //   tokens=11,d=6144: not measured; the bracket rule's choice
     //   tokens=15,d=6144: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 15, 3548, 8688, 0, V0::id},
-    //   tokens=16,d=6144: 1.77 us (S 3.70 us, 2.10x), spread 0.6%, band 1.0% (retest), 15.7% of copy
+    //   tokens=16,d=6144: 1.77 us (S 3.73 us, 2.11x), spread 0.9%, band 1.0% (retest), 15.7% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 16, 3548, 8688, 1, V1::id},
     //   tokens=22,d=6144: not measured; the bracket rule's choice
     //   tokens=31,d=6144: not measured; the bracket rule's choice
-    //   tokens=32,d=6144: 2.09 us (S 3.78 us, 1.81x), spread 0.6%, band 1.0% (retest), 26.5% of copy
+    //   tokens=32,d=6144: 2.05 us (S 3.85 us, 1.88x), spread 0.3%, band 1.0% (retest), 27.1% of copy
     //   tokens=45,d=6144: not measured; the bracket rule's choice
     //   tokens=63,d=6144: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 63, 3548, 8688, 0, V0::id},
-    //   tokens=64,d=6144: 2.74 us (S 3.96 us, 1.45x), spread 0.8%, band 1.0% (retest), 40.4% of copy
+    //   tokens=64,d=6144: 2.76 us (S 4.02 us, 1.46x), spread 0.9%, band 1.0% (retest), 40.3% of copy
     //   tokens=128,d=6144: not measured; the bracket rule's choice
     //   tokens=255,d=6144: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 3548, 8688, 1, V1::id},
-    //   tokens=256,d=6144: 5.99 us (S 8.07 us, 1.35x), spread 0.3%, band 1.0% (retest), 74.0% of copy
+    //   tokens=256,d=6144: 6.10 us (S 8.14 us, 1.33x), spread 0.5%, band 1.0% (retest), 72.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 3548, 8688, 1, V1::id},
     //   tokens=362,d=6144: not measured; the bracket rule's choice
     //   tokens=511,d=6144: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 3548, 8688, 7, V7::id},
-    //   tokens=512,d=6144: 10.5 us (S 14.3 us, 1.36x), spread 0.3%, band 1.0% (retest), 84.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 3548, 8688, 6, V6::id},
+    //   tokens=512,d=6144: 10.5 us (S 14.5 us, 1.37x), spread 0.4%, band 1.0% (retest), 84.5% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 512, 3548, 8688, 1, V1::id},
     //   tokens=724,d=6144: not measured; the bracket rule's choice
     //   tokens=1023,d=6144: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 1023, 3548, 8688, 9, V9::id},
-    //   tokens=1024,d=6144: 19.0 us (S 26.4 us, 1.39x), spread 0.1%, band 1.0% (retest), 93.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 3548, 8688, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 3548, 8688, 8, V8::id},
+    //   tokens=1024,d=6144: 19.0 us (S 26.6 us, 1.40x), spread 0.6%, band 1.0% (retest), 93.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 3548, 8688, 9, V9::id},
     //   tokens=1448,d=6144: not measured; the bracket rule's choice
     //   tokens=2047,d=6144: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 3548, 8688, 11, V11::id},
-    //   tokens=2048,d=6144: 36.2 us (S 50.5 us, 1.39x), spread 0.5%, band 1.0% (retest), 97.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 3548, 8688, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 3548, 8688, 10, V10::id},
+    //   tokens=2048,d=6144: 36.3 us (S 51.1 us, 1.41x), spread 0.4%, band 1.0% (retest), 98.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 3548, 8688, 9, V9::id},
     //   tokens=4096,d=6144: not measured; the bracket rule's choice
     //   tokens=8191,d=6144: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 3548, 8688, 11, V11::id},
-    //   tokens=8192,d=6144: 140 us (S 194 us, 1.39x), spread 0.5%, band 1.0% (retest), 101.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 3548, 8688, 10, V10::id},
+    //   tokens=8192,d=6144: 139 us (S 196 us, 1.41x), spread 0.1%, band 1.0% (retest), 102.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 3548, 8688, 1, V1::id},
-    //   tokens=1,d=12288: 1.47 us (S 3.97 us, 2.70x), spread 1.6%, band 1.6% (retest), 2.4% of copy
-    //   tokens=2,d=12288: 1.51 us (S 4.00 us, 2.65x), spread 1.7%, band 1.7% (retest), 4.6% of copy
+    //   tokens=1,d=12288: 1.53 us (S 4.06 us, 2.65x), spread 1.6%, band 1.6% (retest), 2.3% of copy
+    //   tokens=2,d=12288: 1.55 us (S 4.09 us, 2.65x), spread 1.9%, band 1.9% (retest), 4.5% of copy
     //   tokens=4,d=12288: not measured; the bracket rule's choice
     //   tokens=7,d=12288: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 7, 8689, 17377, 0, V0::id},
-    //   tokens=8,d=12288: 1.77 us (S 4.19 us, 2.38x), spread 0.8%, band 1.0% (retest), 15.7% of copy
+    //   tokens=8,d=12288: 1.77 us (S 4.25 us, 2.41x), spread 0.1%, band 1.0% (retest), 15.8% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 8, 8689, 17377, 1, V1::id},
     //   tokens=11,d=12288: not measured; the bracket rule's choice
     //   tokens=15,d=12288: not measured; the bracket rule's choice
-    //   tokens=16,d=12288: 2.10 us (S 4.33 us, 2.07x), spread 0.6%, band 1.0% (retest), 26.4% of copy
+    //   tokens=16,d=12288: 2.05 us (S 4.36 us, 2.13x), spread 0.7%, band 1.0% (retest), 27.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 16, 8689, 17377, 0, V0::id},
     //   tokens=22,d=12288: not measured; the bracket rule's choice
     //   tokens=31,d=12288: not measured; the bracket rule's choice
-    //   tokens=32,d=12288: 2.72 us (S 4.49 us, 1.65x), spread 0.3%, band 1.0% (retest), 40.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 32, 8689, 17377, 0, V0::id},
+    //   tokens=32,d=12288: 2.75 us (S 4.59 us, 1.67x), spread 0.6%, band 1.0% (retest), 40.5% of copy
     //   tokens=45,d=12288: not measured; the bracket rule's choice
     //   tokens=63,d=12288: not measured; the bracket rule's choice
-    //   tokens=64,d=12288: 3.96 us (S 5.05 us, 1.28x), spread 1.1%, band 1.1% (retest), 56.0% of copy
+    //   tokens=64,d=12288: 3.96 us (S 5.11 us, 1.29x), spread 0.5%, band 1.0% (retest), 56.2% of copy
     //   tokens=128,d=12288: not measured; the bracket rule's choice
     //   tokens=255,d=12288: not measured; the bracket rule's choice
-    //   tokens=256,d=12288: 10.5 us (S 11.7 us, 1.12x), spread 0.2%, band 1.0% (retest), 84.4% of copy
+    //   tokens=256,d=12288: 10.5 us (S 11.9 us, 1.13x), spread 0.5%, band 1.0% (retest), 84.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 256, 8689, 17377, 1, V1::id},
     //   tokens=362,d=12288: not measured; the bracket rule's choice
     //   tokens=511,d=12288: not measured; the bracket rule's choice
-    //   tokens=512,d=12288: 19.0 us (S 21.4 us, 1.13x), spread 0.1%, band 1.0% (retest), 93.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 512, 8689, 17377, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 8689, 17377, 8, V8::id},
+    //   tokens=512,d=12288: 19.0 us (S 21.6 us, 1.13x), spread 0.6%, band 1.0% (retest), 93.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 8689, 17377, 9, V9::id},
     //   tokens=724,d=12288: not measured; the bracket rule's choice
     //   tokens=1023,d=12288: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 1023, 8689, 17377, 11, V11::id},
-    //   tokens=1024,d=12288: 36.3 us (S 40.2 us, 1.11x), spread 0.3%, band 1.0% (retest), 97.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 8689, 17377, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 8689, 17377, 8, V8::id},
+    //   tokens=1024,d=12288: 36.3 us (S 40.6 us, 1.12x), spread 0.3%, band 1.0% (retest), 98.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 8689, 17377, 9, V9::id},
     //   tokens=1448,d=12288: not measured; the bracket rule's choice
     //   tokens=2047,d=12288: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 8689, 17377, 11, V11::id},
-    //   tokens=2048,d=12288: 70.7 us (S 77.6 us, 1.10x), spread 0.2%, band 1.0% (retest), 100.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 8689, 17377, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 8689, 17377, 10, V10::id},
+    //   tokens=2048,d=12288: 70.6 us (S 78.2 us, 1.11x), spread 0.2%, band 1.0% (retest), 100.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 8689, 17377, 9, V9::id},
     //   tokens=4096,d=12288: not measured; the bracket rule's choice
     //   tokens=8191,d=12288: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 8689, 17377, 11, V11::id},
-    //   tokens=8192,d=12288: 277 us (S 302 us, 1.09x), spread 0.2%, band 1.0% (retest), 102.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 8689, 17377, 10, V10::id},
+    //   tokens=8192,d=12288: 276 us (S 301 us, 1.09x), spread 0.4%, band 1.0% (retest), 103.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 8689, 17377, 1, V1::id},
-    //   tokens=1,d=24576: 1.51 us (S 6.36 us, 4.22x), spread 0.5%, band 1.0% (retest), 4.6% of copy
-    //   tokens=2,d=24576: 1.59 us (S 6.49 us, 4.08x), spread 0.2%, band 1.0% (retest), 8.7% of copy
+    //   tokens=1,d=24576: 1.57 us (S 6.44 us, 4.11x), spread 0.4%, band 1.8% (retest), 4.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1, 17378, INT64_MAX, 0, V0::id},
+    //   tokens=2,d=24576: 1.65 us (S 6.60 us, 4.00x), spread 0.5%, band 1.0% (retest), 8.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2, 17378, INT64_MAX, 1, V1::id},
     //   tokens=4,d=24576: not measured; the bracket rule's choice
     //   tokens=7,d=24576: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 7, 17378, INT64_MAX, 0, V0::id},
-    //   tokens=8,d=24576: 2.11 us (S 6.74 us, 3.20x), spread 0.4%, band 1.0% (retest), 26.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 8, 17378, INT64_MAX, 1, V1::id},
+    //   tokens=8,d=24576: 2.05 us (S 6.86 us, 3.34x), spread 0.4%, band 1.0% (retest), 27.1% of copy
     //   tokens=11,d=24576: not measured; the bracket rule's choice
     //   tokens=15,d=24576: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 15, 17378, INT64_MAX, 0, V0::id},
-    //   tokens=16,d=24576: 2.74 us (S 6.91 us, 2.52x), spread 1.0%, band 1.0% (retest), 40.4% of copy
+    //   tokens=16,d=24576: 2.75 us (S 7.02 us, 2.55x), spread 0.4%, band 1.0% (retest), 40.4% of copy
     //   tokens=22,d=24576: not measured; the bracket rule's choice
     //   tokens=31,d=24576: not measured; the bracket rule's choice
-    //   tokens=32,d=24576: 3.93 us (S 7.17 us, 1.83x), spread 0.8%, band 1.0% (retest), 56.4% of copy
+    //   tokens=32,d=24576: 3.95 us (S 7.34 us, 1.86x), spread 1.0%, band 1.0% (retest), 56.3% of copy
     //   tokens=45,d=24576: not measured; the bracket rule's choice
     //   tokens=63,d=24576: not measured; the bracket rule's choice
-    //   tokens=64,d=24576: 6.05 us (S 8.09 us, 1.34x), spread 0.2%, band 1.0% (retest), 73.2% of copy
+    //   tokens=64,d=24576: 6.10 us (S 8.23 us, 1.35x), spread 0.6%, band 1.0% (retest), 72.9% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 17378, INT64_MAX, 1, V1::id},
     //   tokens=128,d=24576: not measured; the bracket rule's choice
     //   tokens=255,d=24576: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 17378, INT64_MAX, 9, V9::id},
-    //   tokens=256,d=24576: 19.0 us (S 20.9 us, 1.10x), spread 0.2%, band 1.0% (retest), 93.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 17378, INT64_MAX, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 17378, INT64_MAX, 8, V8::id},
+    //   tokens=256,d=24576: 19.0 us (S 21.0 us, 1.10x), spread 0.2%, band 1.0% (retest), 93.6% of copy
     //   tokens=362,d=24576: not measured; the bracket rule's choice
     //   tokens=511,d=24576: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 17378, INT64_MAX, 11, V11::id},
-    //   tokens=512,d=24576: 36.3 us (S 39.7 us, 1.09x), spread 0.4%, band 1.0% (retest), 97.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 512, 17378, INT64_MAX, 10, V10::id},
+    //   tokens=512,d=24576: 36.3 us (S 39.7 us, 1.09x), spread 0.7%, band 1.0% (retest), 98.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 17378, INT64_MAX, 9, V9::id},
     //   tokens=724,d=24576: not measured; the bracket rule's choice
     //   tokens=1023,d=24576: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 1023, 17378, INT64_MAX, 11, V11::id},
-    //   tokens=1024,d=24576: 70.7 us (S 77.0 us, 1.09x), spread 0.1%, band 1.0% (retest), 100.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 17378, INT64_MAX, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 17378, INT64_MAX, 10, V10::id},
+    //   tokens=1024,d=24576: 70.6 us (S 76.9 us, 1.09x), spread 0.0%, band 1.0% (retest), 100.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 17378, INT64_MAX, 9, V9::id},
     //   tokens=1448,d=24576: not measured; the bracket rule's choice
     //   tokens=2047,d=24576: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 17378, INT64_MAX, 11, V11::id},
-    //   tokens=2048,d=24576: 140 us (S 151 us, 1.08x), spread 0.3%, band 1.0% (retest), 101.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 17378, INT64_MAX, 10, V10::id},
+    //   tokens=2048,d=24576: 139 us (S 150 us, 1.08x), spread 0.3%, band 1.0% (retest), 102.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 17378, INT64_MAX, 1, V1::id},
     //   tokens=4096,d=24576: not measured; the bracket rule's choice
     //   tokens=8191,d=24576: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 17378, INT64_MAX, 11, V11::id},
-    //   tokens=8192,d=24576: 551 us (S 584 us, 1.06x), spread 0.6%, band 1.0% (retest), 102.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 17378, INT64_MAX, 10, V10::id},
+    //   tokens=8192,d=24576: 549 us (S 583 us, 1.06x), spread 0.3%, band 1.0% (retest), 103.7% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 17378, INT64_MAX, 1, V1::id},
     // NVIDIA H200 (sm_90), fp16
-    //   tokens=1,d=2048: 1.44 us (S 1.93 us, 1.34x), spread 0.8%, band 1.0% (retest), 0.2% of copy
-    //   tokens=2,d=2048: 1.46 us (S 1.96 us, 1.34x), spread 0.6%, band 1.0% (retest), 0.4% of copy
+    //   tokens=1,d=2048: 1.49 us (S 1.98 us, 1.33x), spread 1.9%, band 1.9% (retest), 0.2% of copy
+    //   tokens=2,d=2048: 1.51 us (S 2.03 us, 1.34x), spread 1.2%, band 1.2% (retest), 0.4% of copy
     //   tokens=4,d=2048: not measured; the bracket rule's choice
     //   tokens=7,d=2048: not measured; the bracket rule's choice
-    //   tokens=8,d=2048: 1.55 us (S 1.99 us, 1.28x), spread 2.1%, band 2.1% (retest), 1.5% of copy
+    //   tokens=8,d=2048: 1.60 us (S 2.08 us, 1.30x), spread 0.6%, band 1.0% (retest), 1.5% of copy
     //   tokens=11,d=2048: not measured; the bracket rule's choice
     //   tokens=15,d=2048: not measured; the bracket rule's choice
-    //   tokens=16,d=2048: 1.58 us (S 2.04 us, 1.29x), spread 1.2%, band 1.2% (retest), 2.9% of copy
+    //   tokens=16,d=2048: 1.64 us (S 2.11 us, 1.29x), spread 0.6%, band 1.0% (retest), 2.8% of copy
     //   tokens=22,d=2048: not measured; the bracket rule's choice
     //   tokens=31,d=2048: not measured; the bracket rule's choice
-    //   tokens=32,d=2048: 1.62 us (S 2.08 us, 1.29x), spread 0.4%, band 1.0% (retest), 5.7% of copy
+    //   tokens=32,d=2048: 1.68 us (S 2.15 us, 1.28x), spread 0.9%, band 1.0% (retest), 5.5% of copy
     //   tokens=45,d=2048: not measured; the bracket rule's choice
     //   tokens=63,d=2048: not measured; the bracket rule's choice
-    //   tokens=64,d=2048: 1.74 us (S 2.21 us, 1.27x), spread 0.6%, band 1.0% (retest), 10.6% of copy
+    //   tokens=64,d=2048: 1.74 us (S 2.21 us, 1.27x), spread 0.3%, band 1.0% (retest), 10.7% of copy
     //   tokens=128,d=2048: not measured; the bracket rule's choice
     //   tokens=255,d=2048: not measured; the bracket rule's choice
-    //   tokens=256,d=2048: 2.38 us (S 2.95 us, 1.24x), spread 0.9%, band 1.0% (retest), 31.0% of copy
+    //   tokens=256,d=2048: 2.44 us (S 3.03 us, 1.24x), spread 1.3%, band 1.3% (retest), 30.4% of copy
     //   tokens=362,d=2048: not measured; the bracket rule's choice
     //   tokens=511,d=2048: not measured; the bracket rule's choice
-    //   tokens=512,d=2048: 3.24 us (S 3.89 us, 1.20x), spread 0.5%, band 1.0% (retest), 45.6% of copy
+    //   tokens=512,d=2048: 3.27 us (S 3.95 us, 1.21x), spread 0.5%, band 1.0% (retest), 45.3% of copy
     //   tokens=724,d=2048: not measured; the bracket rule's choice
     //   tokens=1023,d=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 1023, 0, 3547, 12, V12::id},
-    //   tokens=1024,d=2048: 4.70 us (S 5.90 us, 1.25x), spread 0.6%, band 1.0% (retest), 62.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 0, 3547, 13, V13::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 1023, 0, 3547, 11, V11::id},
+    //   tokens=1024,d=2048: 4.79 us (S 5.94 us, 1.24x), spread 0.6%, band 1.0% (retest), 62.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 0, 3547, 3, V3::id},
     //   tokens=1448,d=2048: not measured; the bracket rule's choice
     //   tokens=2047,d=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 0, 3547, 3, V3::id},
-    //   tokens=2048,d=2048: 7.58 us (S 9.86 us, 1.30x), spread 0.1%, band 1.0% (retest), 78.0% of copy
+    //   tokens=2048,d=2048: 7.58 us (S 10.0 us, 1.32x), spread 0.0%, band 1.0% (retest), 78.2% of copy
     //   tokens=4096,d=2048: not measured; the bracket rule's choice
     //   tokens=8191,d=2048: not measured; the bracket rule's choice
-    //   tokens=8192,d=2048: 25.5 us (S 39.0 us, 1.53x), spread 0.9%, band 1.0% (retest), 92.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 3547, 14, V14::id},
-    //   tokens=1,d=6144: 1.60 us (S 2.54 us, 1.58x), spread 1.1%, band 1.1% (retest), 0.5% of copy
-    //   tokens=2,d=6144: 1.64 us (S 2.57 us, 1.57x), spread 0.4%, band 1.0% (retest), 1.1% of copy
+    //   tokens=8192,d=2048: 25.8 us (S 39.4 us, 1.53x), spread 1.4%, band 2.7% (retest), 92.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 3547, 12, V12::id},
+    //   tokens=1,d=6144: 1.66 us (S 2.60 us, 1.57x), spread 0.6%, band 1.0% (retest), 0.5% of copy
+    //   tokens=2,d=6144: 1.70 us (S 2.62 us, 1.54x), spread 0.9%, band 1.0% (retest), 1.0% of copy
     //   tokens=4,d=6144: not measured; the bracket rule's choice
     //   tokens=7,d=6144: not measured; the bracket rule's choice
-    //   tokens=8,d=6144: 1.71 us (S 2.62 us, 1.53x), spread 0.3%, band 1.0% (retest), 4.0% of copy
+    //   tokens=8,d=6144: 1.76 us (S 2.70 us, 1.53x), spread 1.1%, band 1.1% (retest), 3.9% of copy
     //   tokens=11,d=6144: not measured; the bracket rule's choice
     //   tokens=15,d=6144: not measured; the bracket rule's choice
-    //   tokens=16,d=6144: 1.79 us (S 2.65 us, 1.48x), spread 0.6%, band 1.0% (retest), 7.7% of copy
+    //   tokens=16,d=6144: 1.82 us (S 2.73 us, 1.50x), spread 0.5%, band 1.0% (retest), 7.6% of copy
     //   tokens=22,d=6144: not measured; the bracket rule's choice
     //   tokens=31,d=6144: not measured; the bracket rule's choice
-    //   tokens=32,d=6144: 1.96 us (S 2.76 us, 1.41x), spread 0.4%, band 1.0% (retest), 14.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 32, 3548, 8688, 3, V3::id},
+    //   tokens=32,d=6144: 1.97 us (S 2.81 us, 1.43x), spread 1.4%, band 1.4% (retest), 14.1% of copy
     //   tokens=45,d=6144: not measured; the bracket rule's choice
     //   tokens=63,d=6144: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 63, 3548, 8688, 2, V2::id},
-    //   tokens=64,d=6144: 2.32 us (S 2.99 us, 1.29x), spread 0.9%, band 1.0% (retest), 23.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 63, 3548, 8688, 3, V3::id},
+    //   tokens=64,d=6144: 2.28 us (S 3.00 us, 1.32x), spread 0.9%, band 1.0% (retest), 24.4% of copy
     //   tokens=128,d=6144: not measured; the bracket rule's choice
     //   tokens=255,d=6144: not measured; the bracket rule's choice
-    //   tokens=256,d=6144: 3.93 us (S 5.53 us, 1.41x), spread 0.6%, band 1.0% (retest), 56.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 256, 3548, 8688, 15, V15::id},
+    //   tokens=256,d=6144: 3.94 us (S 5.59 us, 1.42x), spread 0.7%, band 1.0% (retest), 56.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 256, 3548, 8688, 13, V13::id},
     //   tokens=362,d=6144: not measured; the bracket rule's choice
     //   tokens=511,d=6144: not measured; the bracket rule's choice
-    //   tokens=512,d=6144: 6.22 us (S 9.22 us, 1.48x), spread 0.4%, band 1.0% (retest), 71.3% of copy
+    //   tokens=512,d=6144: 6.25 us (S 9.38 us, 1.50x), spread 0.5%, band 1.0% (retest), 71.2% of copy
     //   tokens=724,d=6144: not measured; the bracket rule's choice
     //   tokens=1023,d=6144: not measured; the bracket rule's choice
-    //   tokens=1024,d=6144: 10.8 us (S 16.4 us, 1.52x), spread 0.2%, band 1.0% (retest), 82.3% of copy
+    //   tokens=1024,d=6144: 10.8 us (S 16.8 us, 1.55x), spread 0.4%, band 1.0% (retest), 82.3% of copy
     //   tokens=1448,d=6144: not measured; the bracket rule's choice
     //   tokens=2047,d=6144: not measured; the bracket rule's choice
-    //   tokens=2048,d=6144: 19.5 us (S 30.3 us, 1.55x), spread 0.0%, band 1.0% (retest), 90.7% of copy
+    //   tokens=2048,d=6144: 19.6 us (S 30.7 us, 1.57x), spread 0.2%, band 1.0% (retest), 90.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 3548, 8688, 3, V3::id},
     //   tokens=4096,d=6144: not measured; the bracket rule's choice
     //   tokens=8191,d=6144: not measured; the bracket rule's choice
-    //   tokens=8192,d=6144: 71.8 us (S 126 us, 1.76x), spread 1.6%, band 1.6% (retest), 98.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3548, 8688, 12, V12::id},
-    //   tokens=1,d=12288: 1.64 us (S 4.82 us, 2.94x), spread 1.0%, band 1.0% (retest), 1.1% of copy
-    //   tokens=2,d=12288: 1.66 us (S 4.90 us, 2.96x), spread 0.6%, band 1.0% (retest), 2.1% of copy
+    //   tokens=8192,d=6144: 71.6 us (S 121 us, 1.69x), spread 1.7%, band 1.7% (retest), 99.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3548, 8688, 11, V11::id},
+    //   tokens=1,d=12288: 1.69 us (S 4.91 us, 2.90x), spread 0.6%, band 1.0% (retest), 1.0% of copy
+    //   tokens=2,d=12288: 1.70 us (S 4.98 us, 2.92x), spread 0.7%, band 1.0% (retest), 2.0% of copy
     //   tokens=4,d=12288: not measured; the bracket rule's choice
     //   tokens=7,d=12288: not measured; the bracket rule's choice
-    //   tokens=8,d=12288: 1.79 us (S 4.99 us, 2.79x), spread 0.4%, band 1.0% (retest), 7.8% of copy
+    //   tokens=8,d=12288: 1.82 us (S 5.08 us, 2.79x), spread 0.4%, band 1.0% (retest), 7.6% of copy
     //   tokens=11,d=12288: not measured; the bracket rule's choice
     //   tokens=15,d=12288: not measured; the bracket rule's choice
-    //   tokens=16,d=12288: 1.96 us (S 5.06 us, 2.58x), spread 0.0%, band 1.0% (retest), 14.1% of copy
+    //   tokens=16,d=12288: 1.97 us (S 5.14 us, 2.61x), spread 0.3%, band 1.0% (retest), 14.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 16, 8689, 17377, 3, V3::id},
     //   tokens=22,d=12288: not measured; the bracket rule's choice
     //   tokens=31,d=12288: not measured; the bracket rule's choice
-    //   tokens=32,d=12288: 2.39 us (S 5.25 us, 2.20x), spread 0.6%, band 1.0% (retest), 23.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 8689, 17377, 2, V2::id},
+    //   tokens=32,d=12288: 2.35 us (S 5.27 us, 2.24x), spread 0.0%, band 1.0% (retest), 23.7% of copy
     //   tokens=45,d=12288: not measured; the bracket rule's choice
     //   tokens=63,d=12288: not measured; the bracket rule's choice
-    //   tokens=64,d=12288: 3.25 us (S 5.44 us, 1.67x), spread 0.9%, band 5.2% (retest), 34.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 63, 8689, 17377, 3, V3::id},
+    //   tokens=64,d=12288: 3.16 us (S 5.50 us, 1.74x), spread 2.5%, band 2.5% (retest), 35.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 64, 8689, 17377, 14, V14::id},
     //   tokens=128,d=12288: not measured; the bracket rule's choice
     //   tokens=255,d=12288: not measured; the bracket rule's choice
-    //   tokens=256,d=12288: 6.23 us (S 10.4 us, 1.67x), spread 0.2%, band 1.0% (retest), 71.1% of copy
+    //   tokens=256,d=12288: 6.25 us (S 10.5 us, 1.68x), spread 0.1%, band 1.0% (retest), 71.2% of copy
     //   tokens=362,d=12288: not measured; the bracket rule's choice
     //   tokens=511,d=12288: not measured; the bracket rule's choice
-    //   tokens=512,d=12288: 10.7 us (S 18.8 us, 1.75x), spread 0.2%, band 1.0% (retest), 82.5% of copy
+    //   tokens=512,d=12288: 10.8 us (S 19.0 us, 1.76x), spread 0.4%, band 1.0% (retest), 82.4% of copy
     //   tokens=724,d=12288: not measured; the bracket rule's choice
     //   tokens=1023,d=12288: not measured; the bracket rule's choice
-    //   tokens=1024,d=12288: 19.5 us (S 35.0 us, 1.80x), spread 0.0%, band 1.0% (retest), 91.1% of copy
+    //   tokens=1024,d=12288: 19.6 us (S 35.6 us, 1.82x), spread 0.2%, band 1.0% (retest), 91.0% of copy
     //   tokens=1448,d=12288: not measured; the bracket rule's choice
     //   tokens=2047,d=12288: not measured; the bracket rule's choice
-    //   tokens=2048,d=12288: 37.4 us (S 68.1 us, 1.82x), spread 0.8%, band 1.0% (retest), 94.8% of copy
+    //   tokens=2048,d=12288: 37.4 us (S 68.4 us, 1.83x), spread 0.2%, band 1.0% (retest), 95.1% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 8689, 17377, 3, V3::id},
     //   tokens=4096,d=12288: not measured; the bracket rule's choice
     //   tokens=8191,d=12288: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 8689, 17377, 12, V12::id},
-    //   tokens=8192,d=12288: 141 us (S 286 us, 2.03x), spread 2.4%, band 2.4% (retest), 100.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 8689, 17377, 16, V16::id},
-    //   tokens=1,d=24576: 1.66 us (S 5.55 us, 3.34x), spread 0.4%, band 1.0% (retest), 2.1% of copy
-    //   tokens=2,d=24576: 1.72 us (S 5.63 us, 3.28x), spread 0.2%, band 1.0% (retest), 4.0% of copy
+    //   tokens=8192,d=12288: 140 us (S 298 us, 2.12x), spread 0.3%, band 1.0% (retest), 101.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 8689, 17377, 11, V11::id},
+    //   tokens=1,d=24576: 1.72 us (S 5.60 us, 3.26x), spread 0.5%, band 1.0% (retest), 2.0% of copy
+    //   tokens=2,d=24576: 1.76 us (S 5.75 us, 3.27x), spread 0.5%, band 1.0% (retest), 3.9% of copy
     //   tokens=4,d=24576: not measured; the bracket rule's choice
     //   tokens=7,d=24576: not measured; the bracket rule's choice
-    //   tokens=8,d=24576: 1.96 us (S 5.82 us, 2.96x), spread 0.5%, band 1.0% (retest), 14.1% of copy
+    //   tokens=8,d=24576: 1.97 us (S 5.89 us, 2.99x), spread 0.5%, band 1.0% (retest), 14.1% of copy
     //   tokens=11,d=24576: not measured; the bracket rule's choice
     //   tokens=15,d=24576: not measured; the bracket rule's choice
-    //   tokens=16,d=24576: 2.38 us (S 5.95 us, 2.50x), spread 0.6%, band 1.0% (retest), 23.2% of copy
+    //   tokens=16,d=24576: 2.34 us (S 6.01 us, 2.57x), spread 1.1%, band 1.0% (retest), 23.8% of copy
     //   tokens=22,d=24576: not measured; the bracket rule's choice
     //   tokens=31,d=24576: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 31, 17378, INT64_MAX, 3, V3::id},
-    //   tokens=32,d=24576: 3.14 us (S 6.18 us, 1.97x), spread 0.9%, band 1.0% (retest), 35.3% of copy
+    //   tokens=32,d=24576: 3.16 us (S 6.26 us, 1.98x), spread 0.3%, band 1.0% (retest), 35.2% of copy
     //   tokens=45,d=24576: not measured; the bracket rule's choice
     //   tokens=63,d=24576: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 63, 17378, INT64_MAX, 17, V17::id},
-    //   tokens=64,d=24576: 4.31 us (S 6.47 us, 1.50x), spread 0.3%, band 1.0% (retest), 51.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 63, 17378, INT64_MAX, 14, V14::id},
+    //   tokens=64,d=24576: 4.26 us (S 6.58 us, 1.55x), spread 1.2%, band 1.2% (retest), 52.2% of copy
     //   tokens=128,d=24576: not measured; the bracket rule's choice
     //   tokens=255,d=24576: not measured; the bracket rule's choice
-    //   tokens=256,d=24576: 10.8 us (S 13.2 us, 1.22x), spread 0.3%, band 1.0% (retest), 82.1% of copy
+    //   tokens=256,d=24576: 10.8 us (S 13.3 us, 1.23x), spread 0.6%, band 1.0% (retest), 82.3% of copy
     //   tokens=362,d=24576: not measured; the bracket rule's choice
     //   tokens=511,d=24576: not measured; the bracket rule's choice
-    //   tokens=512,d=24576: 19.5 us (S 24.0 us, 1.23x), spread 0.3%, band 1.0% (retest), 90.9% of copy
+    //   tokens=512,d=24576: 19.6 us (S 24.2 us, 1.23x), spread 0.6%, band 1.0% (retest), 90.8% of copy
     //   tokens=724,d=24576: not measured; the bracket rule's choice
     //   tokens=1023,d=24576: not measured; the bracket rule's choice
-    //   tokens=1024,d=24576: 37.5 us (S 45.8 us, 1.22x), spread 0.4%, band 1.0% (retest), 94.6% of copy
+    //   tokens=1024,d=24576: 37.5 us (S 46.0 us, 1.23x), spread 0.4%, band 1.0% (retest), 94.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 1024, 17378, INT64_MAX, 3, V3::id},
     //   tokens=1448,d=24576: not measured; the bracket rule's choice
     //   tokens=2047,d=24576: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 17378, INT64_MAX, 15, V15::id},
-    //   tokens=2048,d=24576: 72.3 us (S 90.2 us, 1.25x), spread 0.8%, band 1.0% (retest), 98.1% of copy
+    //   tokens=2048,d=24576: 72.1 us (S 89.6 us, 1.24x), spread 0.1%, band 1.0% (retest), 98.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2048, 17378, INT64_MAX, 13, V13::id},
     //   tokens=4096,d=24576: not measured; the bracket rule's choice
     //   tokens=8191,d=24576: not measured; the bracket rule's choice
-    //   tokens=8192,d=24576: 278 us (S 355 us, 1.28x), spread 1.5%, band 1.5% (retest), 102.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 17378, INT64_MAX, 16, V16::id},
+    //   tokens=8192,d=24576: 277 us (S 357 us, 1.29x), spread 0.2%, band 1.0% (retest), 102.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 17378, INT64_MAX, 15, V15::id},
     // NVIDIA H200 (sm_90), bf16
-    //   tokens=1,d=2048: 1.38 us (S 1.95 us, 1.42x), spread 0.4%, band 1.0% (retest), 0.2% of copy
-    //   tokens=2,d=2048: 1.41 us (S 1.98 us, 1.41x), spread 0.2%, band 1.0% (retest), 0.4% of copy
+    //   tokens=1,d=2048: 1.43 us (S 2.00 us, 1.40x), spread 1.0%, band 1.0% (retest), 0.2% of copy
+    //   tokens=2,d=2048: 1.44 us (S 2.01 us, 1.40x), spread 1.8%, band 1.8% (retest), 0.4% of copy
     //   tokens=4,d=2048: not measured; the bracket rule's choice
     //   tokens=7,d=2048: not measured; the bracket rule's choice
-    //   tokens=8,d=2048: 1.49 us (S 2.01 us, 1.34x), spread 0.7%, band 1.0% (retest), 1.5% of copy
+    //   tokens=8,d=2048: 1.55 us (S 2.08 us, 1.35x), spread 0.4%, band 1.0% (retest), 1.5% of copy
     //   tokens=11,d=2048: not measured; the bracket rule's choice
     //   tokens=15,d=2048: not measured; the bracket rule's choice
-    //   tokens=16,d=2048: 1.52 us (S 2.04 us, 1.34x), spread 0.0%, band 1.0% (retest), 3.0% of copy
+    //   tokens=16,d=2048: 1.57 us (S 2.11 us, 1.34x), spread 0.9%, band 1.0% (retest), 2.9% of copy
     //   tokens=22,d=2048: not measured; the bracket rule's choice
     //   tokens=31,d=2048: not measured; the bracket rule's choice
-    //   tokens=32,d=2048: 1.56 us (S 2.10 us, 1.34x), spread 0.8%, band 1.0% (retest), 5.9% of copy
+    //   tokens=32,d=2048: 1.62 us (S 2.16 us, 1.33x), spread 1.3%, band 1.3% (retest), 5.7% of copy
     //   tokens=45,d=2048: not measured; the bracket rule's choice
     //   tokens=63,d=2048: not measured; the bracket rule's choice
-    //   tokens=64,d=2048: 1.68 us (S 2.21 us, 1.31x), spread 1.0%, band 1.0% (retest), 11.0% of copy
+    //   tokens=64,d=2048: 1.67 us (S 2.23 us, 1.33x), spread 0.6%, band 1.0% (retest), 11.1% of copy
     //   tokens=128,d=2048: not measured; the bracket rule's choice
     //   tokens=255,d=2048: not measured; the bracket rule's choice
-    //   tokens=256,d=2048: 2.31 us (S 3.00 us, 1.30x), spread 0.2%, band 1.0% (retest), 31.9% of copy
+    //   tokens=256,d=2048: 2.36 us (S 3.06 us, 1.30x), spread 0.3%, band 1.0% (retest), 31.4% of copy
     //   tokens=362,d=2048: not measured; the bracket rule's choice
     //   tokens=511,d=2048: not measured; the bracket rule's choice
-    //   tokens=512,d=2048: 3.11 us (S 3.95 us, 1.27x), spread 0.1%, band 1.0% (retest), 47.5% of copy
+    //   tokens=512,d=2048: 3.14 us (S 3.99 us, 1.27x), spread 0.4%, band 1.0% (retest), 47.3% of copy
     //   tokens=724,d=2048: not measured; the bracket rule's choice
     //   tokens=1023,d=2048: not measured; the bracket rule's choice
-    //   tokens=1024,d=2048: 4.62 us (S 5.93 us, 1.28x), spread 0.3%, band 1.0% (retest), 63.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 0, 3547, 18, V18::id},
+    //   tokens=1024,d=2048: 4.69 us (S 6.01 us, 1.28x), spread 0.8%, band 1.4% (retest), 63.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 0, 3547, 16, V16::id},
     //   tokens=1448,d=2048: not measured; the bracket rule's choice
     //   tokens=2047,d=2048: not measured; the bracket rule's choice
-    //   tokens=2048,d=2048: 7.44 us (S 10.2 us, 1.37x), spread 0.3%, band 1.0% (retest), 79.4% of copy
+    //   tokens=2048,d=2048: 7.50 us (S 10.1 us, 1.35x), spread 0.2%, band 1.0% (retest), 79.2% of copy
     //   tokens=4096,d=2048: not measured; the bracket rule's choice
     //   tokens=8191,d=2048: not measured; the bracket rule's choice
-    //   tokens=8192,d=2048: 25.0 us (S 39.5 us, 1.58x), spread 0.4%, band 1.0% (retest), 94.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 3547, 19, V19::id},
-    //   tokens=1,d=6144: 1.61 us (S 2.58 us, 1.61x), spread 0.8%, band 1.0% (retest), 0.5% of copy
-    //   tokens=2,d=6144: 1.64 us (S 2.59 us, 1.58x), spread 0.3%, band 1.0% (retest), 1.1% of copy
+    //   tokens=8192,d=2048: 25.2 us (S 39.3 us, 1.56x), spread 0.2%, band 1.0% (retest), 94.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 3547, 17, V17::id},
+    //   tokens=1,d=6144: 1.66 us (S 2.64 us, 1.59x), spread 0.9%, band 1.0% (retest), 0.5% of copy
+    //   tokens=2,d=6144: 1.70 us (S 2.66 us, 1.57x), spread 1.0%, band 1.0% (retest), 1.0% of copy
     //   tokens=4,d=6144: not measured; the bracket rule's choice
     //   tokens=7,d=6144: not measured; the bracket rule's choice
-    //   tokens=8,d=6144: 1.71 us (S 2.65 us, 1.55x), spread 0.4%, band 1.0% (retest), 4.1% of copy
+    //   tokens=8,d=6144: 1.76 us (S 2.73 us, 1.55x), spread 0.5%, band 1.0% (retest), 4.0% of copy
     //   tokens=11,d=6144: not measured; the bracket rule's choice
     //   tokens=15,d=6144: not measured; the bracket rule's choice
-    //   tokens=16,d=6144: 1.79 us (S 2.68 us, 1.50x), spread 0.2%, band 1.0% (retest), 7.7% of copy
+    //   tokens=16,d=6144: 1.81 us (S 2.76 us, 1.52x), spread 0.5%, band 1.0% (retest), 7.7% of copy
     //   tokens=22,d=6144: not measured; the bracket rule's choice
     //   tokens=31,d=6144: not measured; the bracket rule's choice
-    //   tokens=32,d=6144: 1.96 us (S 2.80 us, 1.43x), spread 0.3%, band 1.0% (retest), 14.2% of copy
+    //   tokens=32,d=6144: 1.97 us (S 2.85 us, 1.45x), spread 0.5%, band 1.0% (retest), 14.1% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 32, 3548, 8688, 4, V4::id},
     //   tokens=45,d=6144: not measured; the bracket rule's choice
     //   tokens=63,d=6144: not measured; the bracket rule's choice
-    //   tokens=64,d=6144: 2.26 us (S 3.02 us, 1.34x), spread 0.6%, band 1.0% (retest), 24.6% of copy
+    //   tokens=64,d=6144: 2.23 us (S 3.04 us, 1.36x), spread 0.8%, band 1.0% (retest), 25.0% of copy
     //   tokens=128,d=6144: not measured; the bracket rule's choice
     //   tokens=255,d=6144: not measured; the bracket rule's choice
-    //   tokens=256,d=6144: 3.88 us (S 5.55 us, 1.43x), spread 0.4%, band 1.0% (retest), 57.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 3548, 8688, 20, V20::id},
+    //   tokens=256,d=6144: 3.91 us (S 5.66 us, 1.45x), spread 0.5%, band 1.0% (retest), 56.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 3548, 8688, 18, V18::id},
     //   tokens=362,d=6144: not measured; the bracket rule's choice
     //   tokens=511,d=6144: not measured; the bracket rule's choice
-    //   tokens=512,d=6144: 6.20 us (S 9.34 us, 1.51x), spread 0.4%, band 1.0% (retest), 71.5% of copy
+    //   tokens=512,d=6144: 6.22 us (S 9.46 us, 1.52x), spread 0.4%, band 1.0% (retest), 71.6% of copy
     //   tokens=724,d=6144: not measured; the bracket rule's choice
     //   tokens=1023,d=6144: not measured; the bracket rule's choice
-    //   tokens=1024,d=6144: 10.7 us (S 16.6 us, 1.55x), spread 0.4%, band 1.0% (retest), 82.6% of copy
+    //   tokens=1024,d=6144: 10.8 us (S 16.8 us, 1.56x), spread 0.7%, band 1.0% (retest), 82.7% of copy
     //   tokens=1448,d=6144: not measured; the bracket rule's choice
     //   tokens=2047,d=6144: not measured; the bracket rule's choice
-    //   tokens=2048,d=6144: 19.5 us (S 30.8 us, 1.58x), spread 0.3%, band 1.0% (retest), 91.0% of copy
+    //   tokens=2048,d=6144: 19.5 us (S 31.2 us, 1.60x), spread 0.7%, band 1.0% (retest), 91.2% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 3548, 8688, 4, V4::id},
     //   tokens=4096,d=6144: not measured; the bracket rule's choice
     //   tokens=8191,d=6144: not measured; the bracket rule's choice
-    //   tokens=8192,d=6144: 70.9 us (S 128 us, 1.80x), spread 0.6%, band 1.0% (retest), 100.0% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3548, 8688, 18, V18::id},
-    //   tokens=1,d=12288: 1.64 us (S 4.87 us, 2.97x), spread 0.2%, band 1.0% (retest), 1.1% of copy
-    //   tokens=2,d=12288: 1.65 us (S 4.94 us, 2.99x), spread 0.8%, band 1.0% (retest), 2.1% of copy
+    //   tokens=8192,d=6144: 70.7 us (S 123 us, 1.73x), spread 0.5%, band 1.0% (retest), 100.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3548, 8688, 16, V16::id},
+    //   tokens=1,d=12288: 1.69 us (S 4.96 us, 2.93x), spread 0.6%, band 1.0% (retest), 1.0% of copy
+    //   tokens=2,d=12288: 1.69 us (S 5.01 us, 2.96x), spread 1.6%, band 1.6% (retest), 2.1% of copy
     //   tokens=4,d=12288: not measured; the bracket rule's choice
     //   tokens=7,d=12288: not measured; the bracket rule's choice
-    //   tokens=8,d=12288: 1.79 us (S 5.04 us, 2.82x), spread 0.9%, band 1.0% (retest), 7.8% of copy
+    //   tokens=8,d=12288: 1.82 us (S 5.11 us, 2.81x), spread 0.8%, band 1.0% (retest), 7.6% of copy
     //   tokens=11,d=12288: not measured; the bracket rule's choice
     //   tokens=15,d=12288: not measured; the bracket rule's choice
-    //   tokens=16,d=12288: 1.96 us (S 5.10 us, 2.61x), spread 0.7%, band 1.0% (retest), 14.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 16, 8689, 17377, 4, V4::id},
+    //   tokens=16,d=12288: 1.96 us (S 5.17 us, 2.63x), spread 0.7%, band 1.0% (retest), 14.2% of copy
     //   tokens=22,d=12288: not measured; the bracket rule's choice
     //   tokens=31,d=12288: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 31, 8689, 17377, 21, V21::id},
-    //   tokens=32,d=12288: 2.39 us (S 5.30 us, 2.21x), spread 0.2%, band 1.0% (retest), 23.2% of copy
+    //   tokens=32,d=12288: 2.33 us (S 5.33 us, 2.28x), spread 2.2%, band 2.2% (retest), 23.8% of copy
     //   tokens=45,d=12288: not measured; the bracket rule's choice
     //   tokens=63,d=12288: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 63, 8689, 17377, 4, V4::id},
-    //   tokens=64,d=12288: 3.13 us (S 5.45 us, 1.74x), spread 0.8%, band 1.0% (retest), 35.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 64, 8689, 17377, 22, V22::id},
+    //   tokens=64,d=12288: 3.18 us (S 5.56 us, 1.75x), spread 1.4%, band 1.4% (retest), 34.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 64, 8689, 17377, 19, V19::id},
     //   tokens=128,d=12288: not measured; the bracket rule's choice
     //   tokens=255,d=12288: not measured; the bracket rule's choice
-    //   tokens=256,d=12288: 6.20 us (S 10.5 us, 1.69x), spread 0.6%, band 1.0% (retest), 71.5% of copy
+    //   tokens=256,d=12288: 6.22 us (S 10.6 us, 1.70x), spread 0.2%, band 1.0% (retest), 71.5% of copy
     //   tokens=362,d=12288: not measured; the bracket rule's choice
     //   tokens=511,d=12288: not measured; the bracket rule's choice
-    //   tokens=512,d=12288: 10.7 us (S 18.9 us, 1.77x), spread 0.5%, band 1.0% (retest), 82.6% of copy
+    //   tokens=512,d=12288: 10.7 us (S 19.2 us, 1.79x), spread 1.1%, band 1.1% (retest), 82.9% of copy
     //   tokens=724,d=12288: not measured; the bracket rule's choice
     //   tokens=1023,d=12288: not measured; the bracket rule's choice
-    //   tokens=1024,d=12288: 19.4 us (S 35.5 us, 1.83x), spread 0.4%, band 1.0% (retest), 91.2% of copy
+    //   tokens=1024,d=12288: 19.5 us (S 35.9 us, 1.84x), spread 0.2%, band 1.0% (retest), 91.2% of copy
     //   tokens=1448,d=12288: not measured; the bracket rule's choice
     //   tokens=2047,d=12288: not measured; the bracket rule's choice
-    //   tokens=2048,d=12288: 37.3 us (S 69.0 us, 1.85x), spread 0.5%, band 1.0% (retest), 95.0% of copy
+    //   tokens=2048,d=12288: 37.4 us (S 69.2 us, 1.85x), spread 0.2%, band 1.0% (retest), 95.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 8689, 17377, 4, V4::id},
     //   tokens=4096,d=12288: not measured; the bracket rule's choice
     //   tokens=8191,d=12288: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 8689, 17377, 18, V18::id},
-    //   tokens=8192,d=12288: 141 us (S 288 us, 2.05x), spread 1.1%, band 1.1% (retest), 100.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 8689, 17377, 23, V23::id},
-    //   tokens=1,d=24576: 1.66 us (S 5.68 us, 3.43x), spread 0.5%, band 1.0% (retest), 2.1% of copy
-    //   tokens=2,d=24576: 1.72 us (S 5.77 us, 3.36x), spread 0.6%, band 1.0% (retest), 4.0% of copy
+    //   tokens=8192,d=12288: 140 us (S 288 us, 2.05x), spread 0.5%, band 1.0% (retest), 101.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 8689, 17377, 16, V16::id},
+    //   tokens=1,d=24576: 1.71 us (S 5.74 us, 3.36x), spread 1.8%, band 1.8% (retest), 2.0% of copy
+    //   tokens=2,d=24576: 1.76 us (S 5.90 us, 3.35x), spread 0.5%, band 1.0% (retest), 3.9% of copy
     //   tokens=4,d=24576: not measured; the bracket rule's choice
     //   tokens=7,d=24576: not measured; the bracket rule's choice
-    //   tokens=8,d=24576: 1.95 us (S 5.90 us, 3.02x), spread 0.2%, band 1.0% (retest), 14.2% of copy
+    //   tokens=8,d=24576: 1.97 us (S 5.95 us, 3.02x), spread 0.6%, band 1.4% (retest), 14.1% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8, 17378, INT64_MAX, 4, V4::id},
     //   tokens=11,d=24576: not measured; the bracket rule's choice
     //   tokens=15,d=24576: not measured; the bracket rule's choice
-    //   tokens=16,d=24576: 2.38 us (S 6.03 us, 2.53x), spread 0.6%, band 1.0% (retest), 23.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 15, 17378, INT64_MAX, 20, V20::id},
+    //   tokens=16,d=24576: 2.35 us (S 6.09 us, 2.59x), spread 1.4%, band 4.3% (retest), 23.7% of copy
     //   tokens=22,d=24576: not measured; the bracket rule's choice
     //   tokens=31,d=24576: not measured; the bracket rule's choice
-    //   tokens=32,d=24576: 3.25 us (S 6.21 us, 1.91x), spread 0.6%, band 8.3% (retest), 34.1% of copy
+    //   tokens=32,d=24576: 3.26 us (S 6.27 us, 1.92x), spread 0.3%, band 10.6% (retest), 34.1% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 32, 17378, INT64_MAX, 4, V4::id},
     //   tokens=45,d=24576: not measured; the bracket rule's choice
     //   tokens=63,d=24576: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 63, 17378, INT64_MAX, 22, V22::id},
-    //   tokens=64,d=24576: 4.22 us (S 6.49 us, 1.54x), spread 0.7%, band 1.0% (retest), 52.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 17378, INT64_MAX, 19, V19::id},
+    //   tokens=64,d=24576: 4.24 us (S 6.56 us, 1.55x), spread 0.4%, band 1.0% (retest), 52.5% of copy
     //   tokens=128,d=24576: not measured; the bracket rule's choice
     //   tokens=255,d=24576: not measured; the bracket rule's choice
-    //   tokens=256,d=24576: 10.7 us (S 13.2 us, 1.23x), spread 0.3%, band 1.0% (retest), 82.6% of copy
+    //   tokens=256,d=24576: 10.8 us (S 13.3 us, 1.24x), spread 0.3%, band 1.0% (retest), 82.6% of copy
     //   tokens=362,d=24576: not measured; the bracket rule's choice
     //   tokens=511,d=24576: not measured; the bracket rule's choice
-    //   tokens=512,d=24576: 19.4 us (S 24.1 us, 1.24x), spread 0.1%, band 1.0% (retest), 91.2% of copy
+    //   tokens=512,d=24576: 19.5 us (S 24.4 us, 1.25x), spread 0.2%, band 1.0% (retest), 91.1% of copy
     //   tokens=724,d=24576: not measured; the bracket rule's choice
     //   tokens=1023,d=24576: not measured; the bracket rule's choice
-    //   tokens=1024,d=24576: 37.4 us (S 46.0 us, 1.23x), spread 0.7%, band 1.0% (retest), 94.9% of copy
+    //   tokens=1024,d=24576: 37.4 us (S 46.3 us, 1.24x), spread 0.4%, band 1.0% (retest), 95.2% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 1024, 17378, INT64_MAX, 4, V4::id},
     //   tokens=1448,d=24576: not measured; the bracket rule's choice
     //   tokens=2047,d=24576: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 17378, INT64_MAX, 20, V20::id},
-    //   tokens=2048,d=24576: 72.2 us (S 89.7 us, 1.24x), spread 0.3%, band 1.0% (retest), 98.2% of copy
+    //   tokens=2048,d=24576: 72.0 us (S 89.7 us, 1.25x), spread 0.2%, band 1.0% (retest), 98.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 17378, INT64_MAX, 18, V18::id},
     //   tokens=4096,d=24576: not measured; the bracket rule's choice
     //   tokens=8191,d=24576: not measured; the bracket rule's choice
-    //   tokens=8192,d=24576: 277 us (S 363 us, 1.31x), spread 5.1%, band 5.1% (retest), 102.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 17378, INT64_MAX, 23, V23::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 17378, INT64_MAX, 21, V21::id},
+    //   tokens=8192,d=24576: 277 us (S 369 us, 1.33x), spread 0.8%, band 1.0% (retest), 102.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 17378, INT64_MAX, 22, V22::id},
 };
 
 namespace detail {
@@ -607,19 +605,18 @@ ktune::Status with_variant(int variant, F&& f) {
     case 8: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V8, 90, 4>{}); break;
     case 9: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V9, 90, 4>{}); break;
     case 10: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V10, 90, 4>{}); break;
-    case 11: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V11, 90, 4>{}); break;
+    case 11: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V11, 90, 2>{}); break;
     case 12: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V12, 90, 2>{}); break;
     case 13: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V13, 90, 2>{}); break;
     case 14: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V14, 90, 2>{}); break;
     case 15: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V15, 90, 2>{}); break;
-    case 16: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V16, 90, 2>{}); break;
-    case 17: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V17, 90, 2>{}); break;
+    case 16: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V16, 90, 2>{}); break;
+    case 17: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V17, 90, 2>{}); break;
     case 18: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V18, 90, 2>{}); break;
     case 19: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V19, 90, 2>{}); break;
     case 20: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V20, 90, 2>{}); break;
     case 21: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V21, 90, 2>{}); break;
     case 22: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V22, 90, 2>{}); break;
-    case 23: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V23, 90, 2>{}); break;
     default: break;
   }
   return f(general_config{});  // general configuration: best geometric mean, or Space::default_point

@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/gelu_tanh_and_mul.json (0xed144b6c423916ae): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/gelu_tanh_and_mul.json (0x0665411d1448fd94): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/gelu_tanh_and_mul.json (0xc896e71069a00380): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T14:44:54+00:00, commit 745fab4086eccce2efaaa91a5995d3acbe826eb3-dirty
 //     cells between its measured shapes: the bracket rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -36,24 +36,21 @@ struct V6 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_2.split_0.pdl_
 struct V7 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
 struct V8 { static constexpr char id[] = "tpb_1024.vb_16.vpt_2.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
 struct V9 { static constexpr char id[] = "tpb_512.vb_16.vpt_2.rpb_2.split_0.pdl_1"; };  // fp32, sm_90
-struct V10 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
-struct V11 { static constexpr char id[] = "tpb_512.vb_16.vpt_4.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
+struct V10 { static constexpr char id[] = "tpb_512.vb_16.vpt_4.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
+struct V11 { static constexpr char id[] = "tpb_512.vb_4.vpt_4.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
 struct V12 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
-struct V13 { static constexpr char id[] = "tpb_512.vb_4.vpt_4.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
-struct V14 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
-struct V15 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
-struct V16 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
-struct V17 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp16, sm_90
-struct V18 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
-struct V19 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
-struct V20 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
-struct V21 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
-struct V22 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
-struct V23 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // bf16, sm_90
-struct V24 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
-struct V25 { static constexpr char id[] = "tpb_512.vb_16.vpt_2.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
-struct V26 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
-struct V27 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
+struct V13 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
+struct V14 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
+struct V15 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
+struct V16 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp16, sm_90
+struct V17 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
+struct V18 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
+struct V19 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V20 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V21 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // bf16, sm_90
+struct V22 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
+struct V23 { static constexpr char id[] = "tpb_512.vb_16.vpt_2.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V24 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
 
 inline constexpr ktune::TunedEntry entries[] = {
     // NVIDIA H100 80GB HBM3 (sm_90), fp32
@@ -126,441 +123,442 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8192,d=28672: 458 us (S 469 us, 1.02x), spread 0.1%, band 1.0% (retest), 102.6% of copy
     {90, "NVIDIA H100 80GB HBM3", ktune::DType::bf16, INT64_MAX, 16480, INT64_MAX, 4, V4::id},
     // NVIDIA H200 (sm_90), fp32
-    //   tokens=1,d=1152: 1.11 us (S 1.79 us, 1.62x), spread 0.8%, band 1.0% (retest), 0.3% of copy
+    //   tokens=1,d=1152: 1.17 us (S 1.85 us, 1.58x), spread 2.5%, band 2.5% (retest), 0.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 1, 0, 2304, 6, V6::id},
-    //   tokens=2,d=1152: 1.16 us (S 1.84 us, 1.59x), spread 1.4%, band 1.4% (retest), 0.6% of copy
+    //   tokens=2,d=1152: 1.23 us (S 1.88 us, 1.53x), spread 1.9%, band 1.9% (retest), 0.5% of copy
     //   tokens=4,d=1152: not measured; the bracket rule's choice
     //   tokens=7,d=1152: not measured; the bracket rule's choice
-    //   tokens=8,d=1152: 1.24 us (S 1.88 us, 1.51x), spread 0.7%, band 1.0% (retest), 2.1% of copy
+    //   tokens=8,d=1152: 1.29 us (S 1.93 us, 1.49x), spread 2.2%, band 2.2% (retest), 2.0% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 8, 0, 2304, 7, V7::id},
     //   tokens=11,d=1152: not measured; the bracket rule's choice
     //   tokens=15,d=1152: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 15, 0, 2304, 8, V8::id},
-    //   tokens=16,d=1152: 1.30 us (S 1.88 us, 1.45x), spread 1.7%, band 1.0% (retest), 4.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 0, 2304, 7, V7::id},
+    //   tokens=16,d=1152: 1.34 us (S 1.97 us, 1.47x), spread 0.5%, band 1.0% (retest), 3.9% of copy
     //   tokens=22,d=1152: not measured; the bracket rule's choice
     //   tokens=31,d=1152: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 31, 0, 2304, 8, V8::id},
-    //   tokens=32,d=1152: 1.34 us (S 1.95 us, 1.45x), spread 1.7%, band 1.0% (retest), 7.8% of copy
+    //   tokens=32,d=1152: 1.37 us (S 2.01 us, 1.46x), spread 1.5%, band 1.5% (retest), 7.6% of copy
     //   tokens=45,d=1152: not measured; the bracket rule's choice
     //   tokens=63,d=1152: not measured; the bracket rule's choice
-    //   tokens=64,d=1152: 1.43 us (S 2.07 us, 1.45x), spread 0.9%, band 1.0% (retest), 14.5% of copy
+    //   tokens=64,d=1152: 1.42 us (S 2.07 us, 1.45x), spread 0.5%, band 2.2% (retest), 14.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 0, 2304, 8, V8::id},
     //   tokens=128,d=1152: not measured; the bracket rule's choice
     //   tokens=255,d=1152: not measured; the bracket rule's choice
-    //   tokens=256,d=1152: 2.08 us (S 2.83 us, 1.36x), spread 0.4%, band 1.0% (retest), 40.0% of copy
+    //   tokens=256,d=1152: 2.14 us (S 2.90 us, 1.35x), spread 0.9%, band 1.0% (retest), 39.0% of copy
     //   tokens=362,d=1152: not measured; the bracket rule's choice
     //   tokens=511,d=1152: not measured; the bracket rule's choice
-    //   tokens=512,d=1152: 2.98 us (S 3.67 us, 1.23x), spread 0.5%, band 1.0% (retest), 55.8% of copy
+    //   tokens=512,d=1152: 3.02 us (S 3.73 us, 1.24x), spread 0.5%, band 1.0% (retest), 55.3% of copy
     //   tokens=724,d=1152: not measured; the bracket rule's choice
     //   tokens=1023,d=1152: not measured; the bracket rule's choice
-    //   tokens=1024,d=1152: 4.62 us (S 5.43 us, 1.18x), spread 0.4%, band 1.0% (retest), 72.0% of copy
+    //   tokens=1024,d=1152: 4.64 us (S 5.50 us, 1.19x), spread 0.6%, band 1.0% (retest), 71.9% of copy
     //   tokens=1448,d=1152: not measured; the bracket rule's choice
     //   tokens=2047,d=1152: not measured; the bracket rule's choice
-    //   tokens=2048,d=1152: 7.88 us (S 8.67 us, 1.10x), spread 0.4%, band 1.0% (retest), 84.3% of copy
+    //   tokens=2048,d=1152: 7.90 us (S 8.74 us, 1.11x), spread 0.7%, band 1.0% (retest), 84.5% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 0, 2304, 7, V7::id},
     //   tokens=4096,d=1152: not measured; the bracket rule's choice
     //   tokens=8191,d=1152: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 0, 2304, 9, V9::id},
-    //   tokens=8192,d=1152: 27.4 us (S 28.3 us, 1.03x), spread 0.4%, band 1.0% (retest), 97.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 2304, 7, V7::id},
-    //   tokens=1,d=4608: 1.27 us (S 2.56 us, 2.01x), spread 0.6%, band 1.0% (retest), 1.0% of copy
-    //   tokens=2,d=4608: 1.32 us (S 2.59 us, 1.96x), spread 2.2%, band 2.2% (retest), 2.0% of copy
+    //   tokens=8192,d=1152: 27.3 us (S 28.3 us, 1.04x), spread 0.4%, band 1.0% (retest), 97.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 2304, 9, V9::id},
+    //   tokens=1,d=4608: 1.36 us (S 2.64 us, 1.94x), spread 1.3%, band 1.3% (retest), 1.0% of copy
+    //   tokens=2,d=4608: 1.37 us (S 2.68 us, 1.96x), spread 0.3%, band 1.0% (retest), 1.9% of copy
     //   tokens=4,d=4608: not measured; the bracket rule's choice
     //   tokens=7,d=4608: not measured; the bracket rule's choice
-    //   tokens=8,d=4608: 1.38 us (S 2.73 us, 1.98x), spread 0.6%, band 1.0% (retest), 7.5% of copy
+    //   tokens=8,d=4608: 1.43 us (S 2.83 us, 1.97x), spread 3.0%, band 3.0% (retest), 7.3% of copy
     //   tokens=11,d=4608: not measured; the bracket rule's choice
     //   tokens=15,d=4608: not measured; the bracket rule's choice
-    //   tokens=16,d=4608: 1.51 us (S 2.81 us, 1.86x), spread 0.3%, band 1.0% (retest), 13.8% of copy
+    //   tokens=16,d=4608: 1.50 us (S 2.89 us, 1.92x), spread 0.2%, band 1.0% (retest), 13.9% of copy
     //   tokens=22,d=4608: not measured; the bracket rule's choice
     //   tokens=31,d=4608: not measured; the bracket rule's choice
-    //   tokens=32,d=4608: 1.72 us (S 3.00 us, 1.75x), spread 0.4%, band 1.0% (retest), 24.2% of copy
+    //   tokens=32,d=4608: 1.73 us (S 3.06 us, 1.77x), spread 0.7%, band 1.0% (retest), 24.1% of copy
     //   tokens=45,d=4608: not measured; the bracket rule's choice
     //   tokens=63,d=4608: not measured; the bracket rule's choice
-    //   tokens=64,d=4608: 2.22 us (S 3.41 us, 1.53x), spread 0.1%, band 1.0% (retest), 37.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 2305, 6516, 0, V0::id},
+    //   tokens=64,d=4608: 2.28 us (S 3.50 us, 1.54x), spread 1.7%, band 1.1% (retest), 36.6% of copy
     //   tokens=128,d=4608: not measured; the bracket rule's choice
     //   tokens=255,d=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 2305, 6516, 10, V10::id},
-    //   tokens=256,d=4608: 4.82 us (S 5.82 us, 1.21x), spread 0.7%, band 1.0% (retest), 69.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 2305, 6516, 0, V0::id},
+    //   tokens=256,d=4608: 4.86 us (S 5.86 us, 1.21x), spread 0.2%, band 1.0% (retest), 68.7% of copy
     //   tokens=362,d=4608: not measured; the bracket rule's choice
     //   tokens=511,d=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 2305, 6516, 11, V11::id},
-    //   tokens=512,d=4608: 8.14 us (S 9.59 us, 1.18x), spread 0.1%, band 1.0% (retest), 81.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 2305, 6516, 10, V10::id},
+    //   tokens=512,d=4608: 8.15 us (S 9.66 us, 1.18x), spread 0.3%, band 1.0% (retest), 81.9% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 512, 2305, 6516, 0, V0::id},
     //   tokens=724,d=4608: not measured; the bracket rule's choice
     //   tokens=1023,d=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 1023, 2305, 6516, 12, V12::id},
-    //   tokens=1024,d=4608: 14.6 us (S 16.6 us, 1.14x), spread 0.5%, band 1.0% (retest), 91.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 2305, 6516, 11, V11::id},
+    //   tokens=1024,d=4608: 14.7 us (S 16.7 us, 1.14x), spread 0.3%, band 1.0% (retest), 91.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 2305, 6516, 10, V10::id},
     //   tokens=1448,d=4608: not measured; the bracket rule's choice
     //   tokens=2047,d=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 2305, 6516, 13, V13::id},
-    //   tokens=2048,d=4608: 27.6 us (S 29.9 us, 1.09x), spread 0.2%, band 1.0% (retest), 96.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 2305, 6516, 11, V11::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 2305, 6516, 11, V11::id},
+    //   tokens=2048,d=4608: 27.6 us (S 30.2 us, 1.09x), spread 0.2%, band 1.0% (retest), 96.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 2305, 6516, 10, V10::id},
     //   tokens=4096,d=4608: not measured; the bracket rule's choice
     //   tokens=8191,d=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 8191, 2305, 6516, 12, V12::id},
-    //   tokens=8192,d=4608: 105 us (S 109 us, 1.04x), spread 0.1%, band 1.0% (retest), 101.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 2305, 6516, 11, V11::id},
-    //   tokens=1,d=9216: 1.31 us (S 3.19 us, 2.43x), spread 0.1%, band 1.0% (retest), 2.0% of copy
-    //   tokens=2,d=9216: 1.36 us (S 3.29 us, 2.41x), spread 0.7%, band 1.0% (retest), 3.8% of copy
+    //   tokens=8192,d=4608: 105 us (S 110 us, 1.05x), spread 0.1%, band 1.0% (retest), 101.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 2305, 6516, 0, V0::id},
+    //   tokens=1,d=9216: 1.38 us (S 3.32 us, 2.41x), spread 3.4%, band 3.4% (retest), 1.9% of copy
+    //   tokens=2,d=9216: 1.40 us (S 3.40 us, 2.43x), spread 2.2%, band 2.2% (retest), 3.7% of copy
     //   tokens=4,d=9216: not measured; the bracket rule's choice
     //   tokens=7,d=9216: not measured; the bracket rule's choice
-    //   tokens=8,d=9216: 1.51 us (S 3.43 us, 2.27x), spread 0.5%, band 1.0% (retest), 13.7% of copy
+    //   tokens=8,d=9216: 1.50 us (S 3.52 us, 2.34x), spread 0.6%, band 1.0% (retest), 13.9% of copy
     //   tokens=11,d=9216: not measured; the bracket rule's choice
     //   tokens=15,d=9216: not measured; the bracket rule's choice
-    //   tokens=16,d=9216: 1.72 us (S 3.58 us, 2.08x), spread 0.3%, band 1.0% (retest), 24.2% of copy
+    //   tokens=16,d=9216: 1.73 us (S 3.66 us, 2.12x), spread 0.6%, band 1.0% (retest), 24.1% of copy
     //   tokens=22,d=9216: not measured; the bracket rule's choice
     //   tokens=31,d=9216: not measured; the bracket rule's choice
-    //   tokens=32,d=9216: 2.23 us (S 3.88 us, 1.74x), spread 0.2%, band 1.0% (retest), 37.4% of copy
+    //   tokens=32,d=9216: 2.29 us (S 3.99 us, 1.75x), spread 0.9%, band 1.0% (retest), 36.5% of copy
     //   tokens=45,d=9216: not measured; the bracket rule's choice
     //   tokens=63,d=9216: not measured; the bracket rule's choice
-    //   tokens=64,d=9216: 3.13 us (S 4.42 us, 1.41x), spread 0.3%, band 1.0% (retest), 53.2% of copy
+    //   tokens=64,d=9216: 3.17 us (S 4.55 us, 1.43x), spread 0.3%, band 1.0% (retest), 52.7% of copy
     //   tokens=128,d=9216: not measured; the bracket rule's choice
     //   tokens=255,d=9216: not measured; the bracket rule's choice
-    //   tokens=256,d=9216: 8.13 us (S 9.08 us, 1.12x), spread 0.3%, band 1.0% (retest), 81.8% of copy
+    //   tokens=256,d=9216: 8.15 us (S 9.09 us, 1.11x), spread 0.3%, band 1.0% (retest), 81.9% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 256, 6517, 13033, 0, V0::id},
     //   tokens=362,d=9216: not measured; the bracket rule's choice
     //   tokens=511,d=9216: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 511, 6517, 13033, 12, V12::id},
-    //   tokens=512,d=9216: 14.6 us (S 16.0 us, 1.10x), spread 1.1%, band 1.1% (retest), 91.3% of copy
+    //   tokens=512,d=9216: 14.6 us (S 16.0 us, 1.09x), spread 0.2%, band 1.0% (retest), 91.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 6517, 13033, 11, V11::id},
     //   tokens=724,d=9216: not measured; the bracket rule's choice
     //   tokens=1023,d=9216: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 1023, 6517, 13033, 13, V13::id},
-    //   tokens=1024,d=9216: 27.7 us (S 29.2 us, 1.05x), spread 0.2%, band 1.0% (retest), 95.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 6517, 13033, 0, V0::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 6517, 13033, 12, V12::id},
+    //   tokens=1024,d=9216: 27.5 us (S 29.2 us, 1.06x), spread 0.1%, band 1.0% (retest), 97.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 6517, 13033, 11, V11::id},
     //   tokens=1448,d=9216: not measured; the bracket rule's choice
     //   tokens=2047,d=9216: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 2047, 6517, 13033, 12, V12::id},
-    //   tokens=2048,d=9216: 53.7 us (S 55.2 us, 1.03x), spread 0.3%, band 1.0% (retest), 99.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 6517, 13033, 0, V0::id},
+    //   tokens=2048,d=9216: 53.3 us (S 55.1 us, 1.03x), spread 0.2%, band 1.0% (retest), 100.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 6517, 13033, 11, V11::id},
     //   tokens=4096,d=9216: not measured; the bracket rule's choice
     //   tokens=8191,d=9216: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 8191, 6517, 13033, 12, V12::id},
-    //   tokens=8192,d=9216: 209 us (S 210 us, 1.01x), spread 0.2%, band 1.0% (retest), 102.0% of copy
+    //   tokens=8192,d=9216: 208 us (S 209 us, 1.01x), spread 0.1%, band 1.0% (retest), 102.7% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 6517, 13033, 0, V0::id},
-    //   tokens=1,d=18432: 1.36 us (S 4.47 us, 3.30x), spread 0.9%, band 1.0% (retest), 3.8% of copy
-    //   tokens=2,d=18432: 1.38 us (S 4.56 us, 3.31x), spread 0.4%, band 1.0% (retest), 7.5% of copy
+    //   tokens=1,d=18432: 1.41 us (S 4.59 us, 3.25x), spread 2.5%, band 2.5% (retest), 3.7% of copy
+    //   tokens=2,d=18432: 1.43 us (S 4.67 us, 3.27x), spread 1.5%, band 1.5% (retest), 7.3% of copy
     //   tokens=4,d=18432: not measured; the bracket rule's choice
     //   tokens=7,d=18432: not measured; the bracket rule's choice
-    //   tokens=8,d=18432: 1.71 us (S 4.81 us, 2.80x), spread 0.5%, band 1.0% (retest), 24.2% of copy
+    //   tokens=8,d=18432: 1.73 us (S 4.90 us, 2.84x), spread 0.2%, band 1.0% (retest), 24.2% of copy
     //   tokens=11,d=18432: not measured; the bracket rule's choice
     //   tokens=15,d=18432: not measured; the bracket rule's choice
-    //   tokens=16,d=18432: 2.22 us (S 5.05 us, 2.28x), spread 0.9%, band 1.0% (retest), 37.4% of copy
+    //   tokens=16,d=18432: 2.27 us (S 5.24 us, 2.31x), spread 0.6%, band 1.0% (retest), 36.7% of copy
     //   tokens=22,d=18432: not measured; the bracket rule's choice
     //   tokens=31,d=18432: not measured; the bracket rule's choice
-    //   tokens=32,d=18432: 3.12 us (S 5.49 us, 1.76x), spread 0.5%, band 1.0% (retest), 53.3% of copy
+    //   tokens=32,d=18432: 3.16 us (S 5.66 us, 1.79x), spread 0.6%, band 1.0% (retest), 52.8% of copy
     //   tokens=45,d=18432: not measured; the bracket rule's choice
     //   tokens=63,d=18432: not measured; the bracket rule's choice
-    //   tokens=64,d=18432: 4.89 us (S 6.55 us, 1.34x), spread 0.5%, band 1.0% (retest), 67.9% of copy
+    //   tokens=64,d=18432: 4.93 us (S 6.66 us, 1.35x), spread 0.5%, band 1.0% (retest), 67.7% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 13034, INT64_MAX, 0, V0::id},
     //   tokens=128,d=18432: not measured; the bracket rule's choice
     //   tokens=255,d=18432: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 13034, INT64_MAX, 14, V14::id},
-    //   tokens=256,d=18432: 14.6 us (S 15.9 us, 1.09x), spread 0.4%, band 1.0% (retest), 91.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 13034, INT64_MAX, 13, V13::id},
+    //   tokens=256,d=18432: 14.6 us (S 15.9 us, 1.08x), spread 0.4%, band 1.0% (retest), 91.2% of copy
     //   tokens=362,d=18432: not measured; the bracket rule's choice
     //   tokens=511,d=18432: not measured; the bracket rule's choice
-    //   tokens=512,d=18432: 27.5 us (S 29.2 us, 1.06x), spread 0.1%, band 1.0% (retest), 96.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 512, 13034, INT64_MAX, 13, V13::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 13034, INT64_MAX, 11, V11::id},
+    //   tokens=512,d=18432: 27.7 us (S 29.2 us, 1.05x), spread 0.2%, band 1.0% (retest), 96.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 13034, INT64_MAX, 0, V0::id},
     //   tokens=724,d=18432: not measured; the bracket rule's choice
     //   tokens=1023,d=18432: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 1023, 13034, INT64_MAX, 12, V12::id},
-    //   tokens=1024,d=18432: 53.5 us (S 55.6 us, 1.04x), spread 0.2%, band 1.0% (retest), 99.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 13034, INT64_MAX, 13, V13::id},
+    //   tokens=1024,d=18432: 53.6 us (S 55.3 us, 1.03x), spread 0.2%, band 1.0% (retest), 99.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 13034, INT64_MAX, 0, V0::id},
     //   tokens=1448,d=18432: not measured; the bracket rule's choice
     //   tokens=2047,d=18432: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 2047, 13034, INT64_MAX, 12, V12::id},
-    //   tokens=2048,d=18432: 105 us (S 108 us, 1.03x), spread 0.1%, band 1.0% (retest), 101.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 13034, INT64_MAX, 13, V13::id},
+    //   tokens=2048,d=18432: 105 us (S 108 us, 1.02x), spread 0.5%, band 1.0% (retest), 101.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 13034, INT64_MAX, 0, V0::id},
     //   tokens=4096,d=18432: not measured; the bracket rule's choice
     //   tokens=8191,d=18432: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 8191, 13034, INT64_MAX, 12, V12::id},
-    //   tokens=8192,d=18432: 414 us (S 421 us, 1.02x), spread 0.2%, band 1.0% (retest), 102.7% of copy
+    //   tokens=8192,d=18432: 413 us (S 418 us, 1.01x), spread 0.2%, band 1.0% (retest), 103.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 13034, INT64_MAX, 0, V0::id},
     // NVIDIA H200 (sm_90), fp16
-    //   tokens=1,d=1152: 1.11 us (S 1.74 us, 1.58x), spread 1.0%, band 1.0% (retest), 0.1% of copy
-    //   tokens=2,d=1152: 1.14 us (S 1.83 us, 1.60x), spread 1.0%, band 1.0% (retest), 0.3% of copy
+    //   tokens=1,d=1152: 1.15 us (S 1.82 us, 1.58x), spread 1.6%, band 1.6% (retest), 0.1% of copy
+    //   tokens=2,d=1152: 1.19 us (S 1.88 us, 1.57x), spread 2.4%, band 2.4% (retest), 0.3% of copy
     //   tokens=4,d=1152: not measured; the bracket rule's choice
     //   tokens=7,d=1152: not measured; the bracket rule's choice
-    //   tokens=8,d=1152: 1.21 us (S 1.85 us, 1.53x), spread 0.9%, band 1.0% (retest), 1.1% of copy
+    //   tokens=8,d=1152: 1.28 us (S 1.92 us, 1.50x), spread 1.5%, band 1.5% (retest), 1.0% of copy
     //   tokens=11,d=1152: not measured; the bracket rule's choice
     //   tokens=15,d=1152: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 15, 0, 2304, 15, V15::id},
-    //   tokens=16,d=1152: 1.26 us (S 1.87 us, 1.49x), spread 0.7%, band 1.0% (retest), 2.1% of copy
+    //   tokens=16,d=1152: 1.34 us (S 1.95 us, 1.45x), spread 1.3%, band 1.3% (retest), 1.9% of copy
     //   tokens=22,d=1152: not measured; the bracket rule's choice
     //   tokens=31,d=1152: not measured; the bracket rule's choice
-    //   tokens=32,d=1152: 1.32 us (S 1.93 us, 1.46x), spread 1.4%, band 1.4% (retest), 3.9% of copy
+    //   tokens=32,d=1152: 1.38 us (S 2.00 us, 1.45x), spread 1.5%, band 2.5% (retest), 3.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 32, 0, 2304, 14, V14::id},
     //   tokens=45,d=1152: not measured; the bracket rule's choice
     //   tokens=63,d=1152: not measured; the bracket rule's choice
-    //   tokens=64,d=1152: 1.34 us (S 1.98 us, 1.48x), spread 1.3%, band 1.3% (retest), 7.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 63, 0, 2304, 15, V15::id},
+    //   tokens=64,d=1152: 1.40 us (S 2.04 us, 1.46x), spread 0.5%, band 2.2% (retest), 7.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 64, 0, 2304, 14, V14::id},
     //   tokens=128,d=1152: not measured; the bracket rule's choice
     //   tokens=255,d=1152: not measured; the bracket rule's choice
-    //   tokens=256,d=1152: 1.63 us (S 2.35 us, 1.44x), spread 0.7%, band 1.0% (retest), 25.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 255, 0, 2304, 15, V15::id},
+    //   tokens=256,d=1152: 1.65 us (S 2.38 us, 1.44x), spread 0.7%, band 1.0% (retest), 25.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 256, 0, 2304, 14, V14::id},
     //   tokens=362,d=1152: not measured; the bracket rule's choice
     //   tokens=511,d=1152: not measured; the bracket rule's choice
-    //   tokens=512,d=1152: 2.13 us (S 2.84 us, 1.34x), spread 0.5%, band 1.0% (retest), 39.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 511, 0, 2304, 15, V15::id},
+    //   tokens=512,d=1152: 2.21 us (S 2.94 us, 1.33x), spread 1.0%, band 1.0% (retest), 37.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 512, 0, 2304, 14, V14::id},
     //   tokens=724,d=1152: not measured; the bracket rule's choice
     //   tokens=1023,d=1152: not measured; the bracket rule's choice
-    //   tokens=1024,d=1152: 3.02 us (S 3.74 us, 1.24x), spread 0.9%, band 1.0% (retest), 55.1% of copy
+    //   tokens=1024,d=1152: 3.05 us (S 3.79 us, 1.24x), spread 0.9%, band 1.0% (retest), 54.7% of copy
     //   tokens=1448,d=1152: not measured; the bracket rule's choice
     //   tokens=2047,d=1152: not measured; the bracket rule's choice
-    //   tokens=2048,d=1152: 4.69 us (S 5.38 us, 1.15x), spread 0.4%, band 1.0% (retest), 70.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 0, 2304, 16, V16::id},
+    //   tokens=2048,d=1152: 4.73 us (S 5.40 us, 1.14x), spread 0.5%, band 1.0% (retest), 70.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2048, 0, 2304, 15, V15::id},
     //   tokens=4096,d=1152: not measured; the bracket rule's choice
     //   tokens=8191,d=1152: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 0, 2304, 17, V17::id},
-    //   tokens=8192,d=1152: 14.5 us (S 15.1 us, 1.04x), spread 0.3%, band 1.0% (retest), 91.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 2304, 16, V16::id},
-    //   tokens=1,d=4608: 1.28 us (S 1.96 us, 1.53x), spread 0.7%, band 1.0% (retest), 0.5% of copy
-    //   tokens=2,d=4608: 1.30 us (S 1.97 us, 1.51x), spread 0.7%, band 1.0% (retest), 1.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 0, 2304, 16, V16::id},
+    //   tokens=8192,d=1152: 14.5 us (S 15.2 us, 1.04x), spread 0.2%, band 1.0% (retest), 91.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 2304, 15, V15::id},
+    //   tokens=1,d=4608: 1.33 us (S 2.02 us, 1.52x), spread 0.9%, band 1.0% (retest), 0.5% of copy
+    //   tokens=2,d=4608: 1.36 us (S 2.04 us, 1.50x), spread 1.2%, band 1.2% (retest), 1.0% of copy
     //   tokens=4,d=4608: not measured; the bracket rule's choice
     //   tokens=7,d=4608: not measured; the bracket rule's choice
-    //   tokens=8,d=4608: 1.41 us (S 2.03 us, 1.44x), spread 0.2%, band 1.0% (retest), 3.7% of copy
+    //   tokens=8,d=4608: 1.45 us (S 2.12 us, 1.46x), spread 1.3%, band 1.3% (retest), 3.6% of copy
     //   tokens=11,d=4608: not measured; the bracket rule's choice
     //   tokens=15,d=4608: not measured; the bracket rule's choice
-    //   tokens=16,d=4608: 1.42 us (S 2.07 us, 1.46x), spread 0.1%, band 1.0% (retest), 7.3% of copy
+    //   tokens=16,d=4608: 1.47 us (S 2.13 us, 1.45x), spread 1.7%, band 1.7% (retest), 7.1% of copy
     //   tokens=22,d=4608: not measured; the bracket rule's choice
     //   tokens=31,d=4608: not measured; the bracket rule's choice
-    //   tokens=32,d=4608: 1.55 us (S 2.17 us, 1.40x), spread 0.4%, band 1.0% (retest), 13.4% of copy
+    //   tokens=32,d=4608: 1.54 us (S 2.19 us, 1.42x), spread 0.2%, band 1.0% (retest), 13.5% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 32, 2305, 6516, 2, V2::id},
     //   tokens=45,d=4608: not measured; the bracket rule's choice
     //   tokens=63,d=4608: not measured; the bracket rule's choice
-    //   tokens=64,d=4608: 1.71 us (S 2.35 us, 1.37x), spread 0.4%, band 1.0% (retest), 24.2% of copy
+    //   tokens=64,d=4608: 1.73 us (S 2.38 us, 1.38x), spread 1.2%, band 1.2% (retest), 24.1% of copy
     //   tokens=128,d=4608: not measured; the bracket rule's choice
     //   tokens=255,d=4608: not measured; the bracket rule's choice
-    //   tokens=256,d=4608: 3.03 us (S 3.74 us, 1.23x), spread 0.2%, band 1.0% (retest), 54.8% of copy
+    //   tokens=256,d=4608: 3.08 us (S 3.81 us, 1.24x), spread 0.1%, band 1.0% (retest), 54.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 2305, 6516, 3, V3::id},
     //   tokens=362,d=4608: not measured; the bracket rule's choice
     //   tokens=511,d=4608: not measured; the bracket rule's choice
-    //   tokens=512,d=4608: 4.86 us (S 5.51 us, 1.13x), spread 0.3%, band 1.0% (retest), 68.4% of copy
+    //   tokens=512,d=4608: 4.92 us (S 5.58 us, 1.13x), spread 0.7%, band 1.0% (retest), 67.8% of copy
     //   tokens=724,d=4608: not measured; the bracket rule's choice
     //   tokens=1023,d=4608: not measured; the bracket rule's choice
-    //   tokens=1024,d=4608: 8.10 us (S 9.05 us, 1.12x), spread 0.3%, band 1.0% (retest), 82.1% of copy
+    //   tokens=1024,d=4608: 8.14 us (S 9.16 us, 1.13x), spread 0.7%, band 1.0% (retest), 82.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 1024, 2305, 6516, 2, V2::id},
     //   tokens=1448,d=4608: not measured; the bracket rule's choice
     //   tokens=2047,d=4608: not measured; the bracket rule's choice
-    //   tokens=2048,d=4608: 14.6 us (S 16.0 us, 1.09x), spread 0.3%, band 1.0% (retest), 90.8% of copy
+    //   tokens=2048,d=4608: 14.7 us (S 16.2 us, 1.10x), spread 0.2%, band 1.0% (retest), 91.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2048, 2305, 6516, 17, V17::id},
     //   tokens=4096,d=4608: not measured; the bracket rule's choice
     //   tokens=8191,d=4608: not measured; the bracket rule's choice
-    //   tokens=8192,d=4608: 53.4 us (S 58.6 us, 1.10x), spread 0.4%, band 1.0% (retest), 99.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 2305, 6516, 18, V18::id},
-    //   tokens=1,d=9216: 1.31 us (S 2.80 us, 2.14x), spread 0.9%, band 1.0% (retest), 1.0% of copy
-    //   tokens=2,d=9216: 1.35 us (S 2.85 us, 2.11x), spread 0.7%, band 1.0% (retest), 1.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 2305, 6516, 18, V18::id},
+    //   tokens=8192,d=4608: 53.5 us (S 58.4 us, 1.09x), spread 0.1%, band 1.0% (retest), 99.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 2305, 6516, 17, V17::id},
+    //   tokens=1,d=9216: 1.37 us (S 2.92 us, 2.14x), spread 0.7%, band 1.0% (retest), 1.0% of copy
+    //   tokens=2,d=9216: 1.42 us (S 2.96 us, 2.08x), spread 2.7%, band 2.7% (retest), 1.8% of copy
     //   tokens=4,d=9216: not measured; the bracket rule's choice
     //   tokens=7,d=9216: not measured; the bracket rule's choice
-    //   tokens=8,d=9216: 1.41 us (S 2.97 us, 2.10x), spread 0.6%, band 1.0% (retest), 7.4% of copy
+    //   tokens=8,d=9216: 1.46 us (S 3.07 us, 2.10x), spread 1.5%, band 1.5% (retest), 7.1% of copy
     //   tokens=11,d=9216: not measured; the bracket rule's choice
     //   tokens=15,d=9216: not measured; the bracket rule's choice
-    //   tokens=16,d=9216: 1.55 us (S 3.07 us, 1.98x), spread 0.5%, band 1.0% (retest), 13.4% of copy
+    //   tokens=16,d=9216: 1.54 us (S 3.14 us, 2.05x), spread 0.9%, band 1.0% (retest), 13.6% of copy
     //   tokens=22,d=9216: not measured; the bracket rule's choice
     //   tokens=31,d=9216: not measured; the bracket rule's choice
-    //   tokens=32,d=9216: 1.76 us (S 3.24 us, 1.84x), spread 0.4%, band 1.0% (retest), 23.5% of copy
+    //   tokens=32,d=9216: 1.78 us (S 3.29 us, 1.85x), spread 0.5%, band 1.0% (retest), 23.4% of copy
     //   tokens=45,d=9216: not measured; the bracket rule's choice
     //   tokens=63,d=9216: not measured; the bracket rule's choice
-    //   tokens=64,d=9216: 2.25 us (S 3.56 us, 1.58x), spread 0.2%, band 1.0% (retest), 36.9% of copy
+    //   tokens=64,d=9216: 2.31 us (S 3.66 us, 1.58x), spread 0.4%, band 1.0% (retest), 36.0% of copy
     //   tokens=128,d=9216: not measured; the bracket rule's choice
     //   tokens=255,d=9216: not measured; the bracket rule's choice
-    //   tokens=256,d=9216: 4.87 us (S 6.92 us, 1.42x), spread 0.9%, band 1.0% (retest), 68.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 256, 6517, 13033, 2, V2::id},
+    //   tokens=256,d=9216: 4.92 us (S 7.04 us, 1.43x), spread 0.3%, band 1.0% (retest), 67.9% of copy
     //   tokens=362,d=9216: not measured; the bracket rule's choice
     //   tokens=511,d=9216: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 511, 6517, 13033, 19, V19::id},
-    //   tokens=512,d=9216: 8.11 us (S 11.7 us, 1.44x), spread 0.2%, band 1.0% (retest), 82.0% of copy
+    //   tokens=512,d=9216: 8.13 us (S 11.8 us, 1.46x), spread 0.5%, band 1.0% (retest), 82.1% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 6517, 13033, 2, V2::id},
     //   tokens=724,d=9216: not measured; the bracket rule's choice
     //   tokens=1023,d=9216: not measured; the bracket rule's choice
-    //   tokens=1024,d=9216: 14.6 us (S 21.0 us, 1.44x), spread 0.4%, band 1.0% (retest), 90.9% of copy
+    //   tokens=1024,d=9216: 14.7 us (S 21.3 us, 1.45x), spread 0.3%, band 1.0% (retest), 91.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 6517, 13033, 17, V17::id},
     //   tokens=1448,d=9216: not measured; the bracket rule's choice
     //   tokens=2047,d=9216: not measured; the bracket rule's choice
-    //   tokens=2048,d=9216: 27.6 us (S 39.2 us, 1.42x), spread 0.3%, band 1.0% (retest), 96.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 6517, 13033, 18, V18::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 2047, 6517, 13033, 18, V18::id},
+    //   tokens=2048,d=9216: 27.6 us (S 39.7 us, 1.44x), spread 0.4%, band 1.0% (retest), 96.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2048, 6517, 13033, 17, V17::id},
     //   tokens=4096,d=9216: not measured; the bracket rule's choice
     //   tokens=8191,d=9216: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 6517, 13033, 20, V20::id},
-    //   tokens=8192,d=9216: 105 us (S 152 us, 1.44x), spread 0.2%, band 1.0% (retest), 101.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 6517, 13033, 2, V2::id},
-    //   tokens=1,d=18432: 1.35 us (S 3.68 us, 2.72x), spread 1.2%, band 1.2% (retest), 1.9% of copy
-    //   tokens=2,d=18432: 1.40 us (S 3.79 us, 2.70x), spread 0.5%, band 1.0% (retest), 3.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 6517, 13033, 18, V18::id},
+    //   tokens=8192,d=9216: 105 us (S 148 us, 1.41x), spread 0.2%, band 1.0% (retest), 101.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 6517, 13033, 17, V17::id},
+    //   tokens=1,d=18432: 1.43 us (S 3.76 us, 2.63x), spread 3.3%, band 3.3% (retest), 1.8% of copy
+    //   tokens=2,d=18432: 1.45 us (S 3.87 us, 2.66x), spread 1.8%, band 1.8% (retest), 3.6% of copy
     //   tokens=4,d=18432: not measured; the bracket rule's choice
     //   tokens=7,d=18432: not measured; the bracket rule's choice
-    //   tokens=8,d=18432: 1.55 us (S 3.89 us, 2.52x), spread 0.3%, band 1.0% (retest), 13.4% of copy
+    //   tokens=8,d=18432: 1.54 us (S 3.98 us, 2.58x), spread 0.7%, band 1.0% (retest), 13.6% of copy
     //   tokens=11,d=18432: not measured; the bracket rule's choice
     //   tokens=15,d=18432: not measured; the bracket rule's choice
-    //   tokens=16,d=18432: 1.76 us (S 4.00 us, 2.28x), spread 0.7%, band 1.0% (retest), 23.6% of copy
+    //   tokens=16,d=18432: 1.77 us (S 4.08 us, 2.30x), spread 0.5%, band 1.0% (retest), 23.5% of copy
     //   tokens=22,d=18432: not measured; the bracket rule's choice
     //   tokens=31,d=18432: not measured; the bracket rule's choice
-    //   tokens=32,d=18432: 2.25 us (S 4.24 us, 1.88x), spread 0.5%, band 1.0% (retest), 36.9% of copy
+    //   tokens=32,d=18432: 2.31 us (S 4.38 us, 1.89x), spread 0.0%, band 1.0% (retest), 36.1% of copy
     //   tokens=45,d=18432: not measured; the bracket rule's choice
     //   tokens=63,d=18432: not measured; the bracket rule's choice
-    //   tokens=64,d=18432: 3.17 us (S 4.71 us, 1.48x), spread 0.9%, band 1.0% (retest), 52.4% of copy
+    //   tokens=64,d=18432: 3.20 us (S 4.80 us, 1.50x), spread 1.6%, band 1.6% (retest), 52.1% of copy
     //   tokens=128,d=18432: not measured; the bracket rule's choice
     //   tokens=255,d=18432: not measured; the bracket rule's choice
-    //   tokens=256,d=18432: 8.11 us (S 10.2 us, 1.26x), spread 0.5%, band 1.0% (retest), 82.0% of copy
+    //   tokens=256,d=18432: 8.14 us (S 10.3 us, 1.27x), spread 0.9%, band 1.0% (retest), 82.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 13034, INT64_MAX, 2, V2::id},
     //   tokens=362,d=18432: not measured; the bracket rule's choice
     //   tokens=511,d=18432: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 511, 13034, INT64_MAX, 18, V18::id},
-    //   tokens=512,d=18432: 14.8 us (S 18.4 us, 1.24x), spread 0.1%, band 1.0% (retest), 90.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 512, 13034, INT64_MAX, 2, V2::id},
+    //   tokens=512,d=18432: 14.7 us (S 18.5 us, 1.26x), spread 0.2%, band 1.0% (retest), 91.1% of copy
     //   tokens=724,d=18432: not measured; the bracket rule's choice
     //   tokens=1023,d=18432: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 1023, 13034, INT64_MAX, 20, V20::id},
-    //   tokens=1024,d=18432: 27.7 us (S 34.5 us, 1.24x), spread 0.5%, band 1.0% (retest), 96.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 13034, INT64_MAX, 2, V2::id},
+    //   tokens=1024,d=18432: 27.5 us (S 35.0 us, 1.27x), spread 0.1%, band 1.0% (retest), 96.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 13034, INT64_MAX, 17, V17::id},
     //   tokens=1448,d=18432: not measured; the bracket rule's choice
     //   tokens=2047,d=18432: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 13034, INT64_MAX, 20, V20::id},
-    //   tokens=2048,d=18432: 53.7 us (S 66.6 us, 1.24x), spread 0.4%, band 1.0% (retest), 99.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 13034, INT64_MAX, 2, V2::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 2047, 13034, INT64_MAX, 18, V18::id},
+    //   tokens=2048,d=18432: 53.5 us (S 67.2 us, 1.26x), spread 0.4%, band 1.0% (retest), 99.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2048, 13034, INT64_MAX, 17, V17::id},
     //   tokens=4096,d=18432: not measured; the bracket rule's choice
     //   tokens=8191,d=18432: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 13034, INT64_MAX, 20, V20::id},
-    //   tokens=8192,d=18432: 209 us (S 261 us, 1.25x), spread 0.2%, band 1.0% (retest), 101.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 13034, INT64_MAX, 2, V2::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 13034, INT64_MAX, 18, V18::id},
+    //   tokens=8192,d=18432: 208 us (S 257 us, 1.24x), spread 0.1%, band 1.0% (retest), 102.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 13034, INT64_MAX, 17, V17::id},
     // NVIDIA H200 (sm_90), bf16
-    //   tokens=1,d=1152: 1.09 us (S 1.75 us, 1.60x), spread 2.2%, band 2.2% (retest), 0.1% of copy
-    //   tokens=2,d=1152: 1.14 us (S 1.83 us, 1.60x), spread 0.9%, band 1.0% (retest), 0.3% of copy
+    //   tokens=1,d=1152: 1.15 us (S 1.85 us, 1.61x), spread 1.1%, band 1.1% (retest), 0.1% of copy
+    //   tokens=2,d=1152: 1.19 us (S 1.89 us, 1.58x), spread 1.7%, band 1.7% (retest), 0.3% of copy
     //   tokens=4,d=1152: not measured; the bracket rule's choice
     //   tokens=7,d=1152: not measured; the bracket rule's choice
-    //   tokens=8,d=1152: 1.21 us (S 1.87 us, 1.54x), spread 0.6%, band 1.0% (retest), 1.1% of copy
+    //   tokens=8,d=1152: 1.26 us (S 1.95 us, 1.54x), spread 1.0%, band 1.0% (retest), 1.0% of copy
     //   tokens=11,d=1152: not measured; the bracket rule's choice
     //   tokens=15,d=1152: not measured; the bracket rule's choice
-    //   tokens=16,d=1152: 1.26 us (S 1.86 us, 1.47x), spread 1.5%, band 1.3% (retest), 2.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 16, 0, 2304, 21, V21::id},
+    //   tokens=16,d=1152: 1.33 us (S 1.98 us, 1.49x), spread 1.2%, band 1.2% (retest), 2.0% of copy
     //   tokens=22,d=1152: not measured; the bracket rule's choice
     //   tokens=31,d=1152: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 31, 0, 2304, 22, V22::id},
-    //   tokens=32,d=1152: 1.32 us (S 1.93 us, 1.46x), spread 1.3%, band 1.5% (retest), 3.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 32, 0, 2304, 21, V21::id},
+    //   tokens=32,d=1152: 1.37 us (S 2.00 us, 1.46x), spread 2.1%, band 2.1% (retest), 3.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 0, 2304, 19, V19::id},
     //   tokens=45,d=1152: not measured; the bracket rule's choice
     //   tokens=63,d=1152: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 63, 0, 2304, 22, V22::id},
-    //   tokens=64,d=1152: 1.33 us (S 1.99 us, 1.49x), spread 0.9%, band 1.0% (retest), 7.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 64, 0, 2304, 21, V21::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 0, 2304, 20, V20::id},
+    //   tokens=64,d=1152: 1.40 us (S 2.07 us, 1.48x), spread 1.5%, band 2.5% (retest), 7.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 64, 0, 2304, 19, V19::id},
     //   tokens=128,d=1152: not measured; the bracket rule's choice
     //   tokens=255,d=1152: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 255, 0, 2304, 22, V22::id},
-    //   tokens=256,d=1152: 1.64 us (S 2.36 us, 1.44x), spread 0.4%, band 1.0% (retest), 25.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 0, 2304, 21, V21::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 255, 0, 2304, 20, V20::id},
+    //   tokens=256,d=1152: 1.65 us (S 2.37 us, 1.44x), spread 0.7%, band 1.0% (retest), 25.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 0, 2304, 19, V19::id},
     //   tokens=362,d=1152: not measured; the bracket rule's choice
     //   tokens=511,d=1152: not measured; the bracket rule's choice
-    //   tokens=512,d=1152: 2.12 us (S 2.85 us, 1.34x), spread 0.6%, band 1.0% (retest), 39.2% of copy
+    //   tokens=512,d=1152: 2.18 us (S 2.91 us, 1.33x), spread 0.5%, band 1.0% (retest), 38.3% of copy
     //   tokens=724,d=1152: not measured; the bracket rule's choice
     //   tokens=1023,d=1152: not measured; the bracket rule's choice
-    //   tokens=1024,d=1152: 3.01 us (S 3.74 us, 1.24x), spread 0.3%, band 1.0% (retest), 55.3% of copy
+    //   tokens=1024,d=1152: 3.05 us (S 3.79 us, 1.24x), spread 0.4%, band 1.0% (retest), 54.7% of copy
     //   tokens=1448,d=1152: not measured; the bracket rule's choice
     //   tokens=2047,d=1152: not measured; the bracket rule's choice
-    //   tokens=2048,d=1152: 4.69 us (S 5.37 us, 1.15x), spread 0.4%, band 1.0% (retest), 70.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 0, 2304, 22, V22::id},
+    //   tokens=2048,d=1152: 4.73 us (S 5.42 us, 1.15x), spread 0.5%, band 1.0% (retest), 70.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 0, 2304, 20, V20::id},
     //   tokens=4096,d=1152: not measured; the bracket rule's choice
     //   tokens=8191,d=1152: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 0, 2304, 23, V23::id},
-    //   tokens=8192,d=1152: 14.5 us (S 15.2 us, 1.05x), spread 0.1%, band 1.0% (retest), 91.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 2304, 22, V22::id},
-    //   tokens=1,d=4608: 1.27 us (S 1.98 us, 1.55x), spread 0.8%, band 1.0% (retest), 0.5% of copy
-    //   tokens=2,d=4608: 1.30 us (S 1.99 us, 1.53x), spread 0.8%, band 1.0% (retest), 1.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 0, 2304, 21, V21::id},
+    //   tokens=8192,d=1152: 14.5 us (S 15.3 us, 1.05x), spread 0.3%, band 1.0% (retest), 91.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 2304, 20, V20::id},
+    //   tokens=1,d=4608: 1.33 us (S 2.03 us, 1.53x), spread 1.1%, band 1.1% (retest), 0.5% of copy
+    //   tokens=2,d=4608: 1.37 us (S 2.05 us, 1.49x), spread 1.9%, band 1.9% (retest), 1.0% of copy
     //   tokens=4,d=4608: not measured; the bracket rule's choice
     //   tokens=7,d=4608: not measured; the bracket rule's choice
-    //   tokens=8,d=4608: 1.41 us (S 2.03 us, 1.44x), spread 0.8%, band 1.0% (retest), 3.7% of copy
+    //   tokens=8,d=4608: 1.44 us (S 2.12 us, 1.47x), spread 0.8%, band 1.0% (retest), 3.6% of copy
     //   tokens=11,d=4608: not measured; the bracket rule's choice
     //   tokens=15,d=4608: not measured; the bracket rule's choice
-    //   tokens=16,d=4608: 1.41 us (S 2.08 us, 1.48x), spread 0.6%, band 1.0% (retest), 7.4% of copy
+    //   tokens=16,d=4608: 1.46 us (S 2.15 us, 1.47x), spread 0.8%, band 1.0% (retest), 7.1% of copy
     //   tokens=22,d=4608: not measured; the bracket rule's choice
     //   tokens=31,d=4608: not measured; the bracket rule's choice
-    //   tokens=32,d=4608: 1.55 us (S 2.18 us, 1.41x), spread 0.8%, band 1.0% (retest), 13.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 32, 2305, 6516, 4, V4::id},
+    //   tokens=32,d=4608: 1.53 us (S 2.21 us, 1.45x), spread 1.1%, band 1.1% (retest), 13.6% of copy
     //   tokens=45,d=4608: not measured; the bracket rule's choice
     //   tokens=63,d=4608: not measured; the bracket rule's choice
-    //   tokens=64,d=4608: 1.71 us (S 2.36 us, 1.38x), spread 0.4%, band 1.0% (retest), 24.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 2305, 6516, 4, V4::id},
+    //   tokens=64,d=4608: 1.72 us (S 2.38 us, 1.38x), spread 0.9%, band 1.0% (retest), 24.2% of copy
     //   tokens=128,d=4608: not measured; the bracket rule's choice
     //   tokens=255,d=4608: not measured; the bracket rule's choice
-    //   tokens=256,d=4608: 3.03 us (S 3.73 us, 1.23x), spread 0.2%, band 1.0% (retest), 54.9% of copy
+    //   tokens=256,d=4608: 3.08 us (S 3.81 us, 1.24x), spread 0.0%, band 1.0% (retest), 54.2% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 2305, 6516, 5, V5::id},
     //   tokens=362,d=4608: not measured; the bracket rule's choice
     //   tokens=511,d=4608: not measured; the bracket rule's choice
-    //   tokens=512,d=4608: 4.86 us (S 5.52 us, 1.14x), spread 0.5%, band 1.0% (retest), 68.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 2305, 6516, 4, V4::id},
+    //   tokens=512,d=4608: 4.91 us (S 5.57 us, 1.14x), spread 0.2%, band 1.0% (retest), 68.0% of copy
     //   tokens=724,d=4608: not measured; the bracket rule's choice
     //   tokens=1023,d=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 2305, 6516, 24, V24::id},
-    //   tokens=1024,d=4608: 8.11 us (S 9.09 us, 1.12x), spread 0.5%, band 1.0% (retest), 82.0% of copy
+    //   tokens=1024,d=4608: 8.12 us (S 9.23 us, 1.14x), spread 0.7%, band 1.0% (retest), 82.2% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 1024, 2305, 6516, 4, V4::id},
     //   tokens=1448,d=4608: not measured; the bracket rule's choice
     //   tokens=2047,d=4608: not measured; the bracket rule's choice
-    //   tokens=2048,d=4608: 14.6 us (S 16.1 us, 1.11x), spread 0.4%, band 1.0% (retest), 91.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 2305, 6516, 22, V22::id},
+    //   tokens=2048,d=4608: 14.6 us (S 16.3 us, 1.11x), spread 0.4%, band 1.0% (retest), 91.3% of copy
     //   tokens=4096,d=4608: not measured; the bracket rule's choice
     //   tokens=8191,d=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 2305, 6516, 25, V25::id},
-    //   tokens=8192,d=4608: 53.7 us (S 58.1 us, 1.08x), spread 0.2%, band 1.0% (retest), 99.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 2305, 6516, 4, V4::id},
-    //   tokens=1,d=9216: 1.30 us (S 2.89 us, 2.22x), spread 0.8%, band 1.0% (retest), 1.0% of copy
-    //   tokens=2,d=9216: 1.35 us (S 2.90 us, 2.15x), spread 0.4%, band 1.0% (retest), 1.9% of copy
+    //   tokens=8192,d=4608: 53.2 us (S 58.8 us, 1.10x), spread 0.1%, band 1.0% (retest), 100.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 2305, 6516, 23, V23::id},
+    //   tokens=1,d=9216: 1.37 us (S 2.95 us, 2.16x), spread 2.9%, band 2.9% (retest), 1.0% of copy
+    //   tokens=2,d=9216: 1.42 us (S 2.99 us, 2.11x), spread 2.5%, band 2.5% (retest), 1.8% of copy
     //   tokens=4,d=9216: not measured; the bracket rule's choice
     //   tokens=7,d=9216: not measured; the bracket rule's choice
-    //   tokens=8,d=9216: 1.41 us (S 3.03 us, 2.14x), spread 0.5%, band 1.0% (retest), 7.4% of copy
+    //   tokens=8,d=9216: 1.46 us (S 3.11 us, 2.13x), spread 0.8%, band 1.0% (retest), 7.1% of copy
     //   tokens=11,d=9216: not measured; the bracket rule's choice
     //   tokens=15,d=9216: not measured; the bracket rule's choice
-    //   tokens=16,d=9216: 1.55 us (S 3.11 us, 2.01x), spread 1.5%, band 1.5% (retest), 13.4% of copy
+    //   tokens=16,d=9216: 1.53 us (S 3.17 us, 2.07x), spread 1.2%, band 1.2% (retest), 13.6% of copy
     //   tokens=22,d=9216: not measured; the bracket rule's choice
     //   tokens=31,d=9216: not measured; the bracket rule's choice
-    //   tokens=32,d=9216: 1.76 us (S 3.28 us, 1.87x), spread 0.4%, band 1.0% (retest), 23.7% of copy
+    //   tokens=32,d=9216: 1.77 us (S 3.34 us, 1.88x), spread 0.9%, band 1.0% (retest), 23.5% of copy
     //   tokens=45,d=9216: not measured; the bracket rule's choice
     //   tokens=63,d=9216: not measured; the bracket rule's choice
-    //   tokens=64,d=9216: 2.25 us (S 3.60 us, 1.60x), spread 0.3%, band 1.0% (retest), 36.9% of copy
+    //   tokens=64,d=9216: 2.31 us (S 3.72 us, 1.61x), spread 0.6%, band 1.0% (retest), 36.2% of copy
     //   tokens=128,d=9216: not measured; the bracket rule's choice
     //   tokens=255,d=9216: not measured; the bracket rule's choice
-    //   tokens=256,d=9216: 4.86 us (S 6.95 us, 1.43x), spread 0.6%, band 1.0% (retest), 68.4% of copy
+    //   tokens=256,d=9216: 4.90 us (S 7.05 us, 1.44x), spread 0.6%, band 1.0% (retest), 68.1% of copy
     //   tokens=362,d=9216: not measured; the bracket rule's choice
     //   tokens=511,d=9216: not measured; the bracket rule's choice
-    //   tokens=512,d=9216: 8.10 us (S 11.8 us, 1.45x), spread 0.1%, band 1.0% (retest), 82.1% of copy
+    //   tokens=512,d=9216: 8.13 us (S 11.9 us, 1.46x), spread 0.1%, band 1.0% (retest), 82.1% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 512, 6517, 13033, 4, V4::id},
     //   tokens=724,d=9216: not measured; the bracket rule's choice
     //   tokens=1023,d=9216: not measured; the bracket rule's choice
-    //   tokens=1024,d=9216: 14.6 us (S 21.1 us, 1.44x), spread 0.3%, band 1.0% (retest), 91.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 6517, 13033, 22, V22::id},
+    //   tokens=1024,d=9216: 14.8 us (S 21.4 us, 1.45x), spread 0.3%, band 1.0% (retest), 90.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 6517, 13033, 4, V4::id},
     //   tokens=1448,d=9216: not measured; the bracket rule's choice
     //   tokens=2047,d=9216: not measured; the bracket rule's choice
-    //   tokens=2048,d=9216: 27.5 us (S 39.2 us, 1.42x), spread 0.1%, band 1.0% (retest), 96.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 6517, 13033, 26, V26::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 6517, 13033, 22, V22::id},
+    //   tokens=2048,d=9216: 27.7 us (S 39.9 us, 1.44x), spread 0.2%, band 1.0% (retest), 96.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 6517, 13033, 4, V4::id},
     //   tokens=4096,d=9216: not measured; the bracket rule's choice
     //   tokens=8191,d=9216: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 6517, 13033, 27, V27::id},
-    //   tokens=8192,d=9216: 105 us (S 150 us, 1.42x), spread 0.1%, band 1.0% (retest), 101.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 6517, 13033, 24, V24::id},
+    //   tokens=8192,d=9216: 105 us (S 148 us, 1.41x), spread 0.2%, band 1.0% (retest), 101.7% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 6517, 13033, 4, V4::id},
-    //   tokens=1,d=18432: 1.36 us (S 3.88 us, 2.85x), spread 0.9%, band 1.0% (retest), 1.9% of copy
-    //   tokens=2,d=18432: 1.41 us (S 3.95 us, 2.81x), spread 0.3%, band 1.0% (retest), 3.7% of copy
+    //   tokens=1,d=18432: 1.43 us (S 3.96 us, 2.77x), spread 3.5%, band 3.5% (retest), 1.8% of copy
+    //   tokens=2,d=18432: 1.46 us (S 4.06 us, 2.78x), spread 1.3%, band 1.3% (retest), 3.6% of copy
     //   tokens=4,d=18432: not measured; the bracket rule's choice
     //   tokens=7,d=18432: not measured; the bracket rule's choice
-    //   tokens=8,d=18432: 1.55 us (S 4.09 us, 2.64x), spread 0.6%, band 1.0% (retest), 13.4% of copy
+    //   tokens=8,d=18432: 1.53 us (S 4.19 us, 2.73x), spread 0.3%, band 1.0% (retest), 13.6% of copy
     //   tokens=11,d=18432: not measured; the bracket rule's choice
     //   tokens=15,d=18432: not measured; the bracket rule's choice
-    //   tokens=16,d=18432: 1.75 us (S 4.20 us, 2.39x), spread 0.7%, band 1.0% (retest), 23.7% of copy
+    //   tokens=16,d=18432: 1.77 us (S 4.30 us, 2.43x), spread 0.6%, band 1.0% (retest), 23.6% of copy
     //   tokens=22,d=18432: not measured; the bracket rule's choice
     //   tokens=31,d=18432: not measured; the bracket rule's choice
-    //   tokens=32,d=18432: 2.25 us (S 4.40 us, 1.96x), spread 0.3%, band 1.0% (retest), 37.0% of copy
+    //   tokens=32,d=18432: 2.32 us (S 4.54 us, 1.96x), spread 0.2%, band 1.0% (retest), 36.0% of copy
     //   tokens=45,d=18432: not measured; the bracket rule's choice
     //   tokens=63,d=18432: not measured; the bracket rule's choice
-    //   tokens=64,d=18432: 3.13 us (S 4.72 us, 1.51x), spread 0.5%, band 1.0% (retest), 53.0% of copy
+    //   tokens=64,d=18432: 3.18 us (S 4.86 us, 1.53x), spread 0.5%, band 1.0% (retest), 52.5% of copy
     //   tokens=128,d=18432: not measured; the bracket rule's choice
     //   tokens=255,d=18432: not measured; the bracket rule's choice
-    //   tokens=256,d=18432: 8.11 us (S 10.2 us, 1.26x), spread 0.4%, band 1.0% (retest), 82.0% of copy
+    //   tokens=256,d=18432: 8.15 us (S 10.3 us, 1.27x), spread 0.2%, band 1.0% (retest), 81.9% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 13034, INT64_MAX, 4, V4::id},
     //   tokens=362,d=18432: not measured; the bracket rule's choice
     //   tokens=511,d=18432: not measured; the bracket rule's choice
-    //   tokens=512,d=18432: 14.6 us (S 18.4 us, 1.26x), spread 0.3%, band 1.0% (retest), 90.9% of copy
+    //   tokens=512,d=18432: 14.6 us (S 18.5 us, 1.27x), spread 0.6%, band 1.0% (retest), 91.2% of copy
     //   tokens=724,d=18432: not measured; the bracket rule's choice
     //   tokens=1023,d=18432: not measured; the bracket rule's choice
-    //   tokens=1024,d=18432: 27.5 us (S 34.8 us, 1.26x), spread 0.2%, band 1.0% (retest), 96.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 13034, INT64_MAX, 26, V26::id},
+    //   tokens=1024,d=18432: 27.5 us (S 35.1 us, 1.28x), spread 0.4%, band 1.0% (retest), 97.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 13034, INT64_MAX, 22, V22::id},
     //   tokens=1448,d=18432: not measured; the bracket rule's choice
     //   tokens=2047,d=18432: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 13034, INT64_MAX, 27, V27::id},
-    //   tokens=2048,d=18432: 53.5 us (S 67.3 us, 1.26x), spread 0.1%, band 1.0% (retest), 99.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 13034, INT64_MAX, 26, V26::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 13034, INT64_MAX, 24, V24::id},
+    //   tokens=2048,d=18432: 53.4 us (S 68.1 us, 1.27x), spread 0.2%, band 1.0% (retest), 100.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 13034, INT64_MAX, 22, V22::id},
     //   tokens=4096,d=18432: not measured; the bracket rule's choice
     //   tokens=8191,d=18432: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 13034, INT64_MAX, 27, V27::id},
-    //   tokens=8192,d=18432: 208 us (S 269 us, 1.29x), spread 0.1%, band 1.0% (retest), 102.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 13034, INT64_MAX, 26, V26::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 13034, INT64_MAX, 24, V24::id},
+    //   tokens=8192,d=18432: 208 us (S 264 us, 1.27x), spread 0.1%, band 1.0% (retest), 102.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 13034, INT64_MAX, 4, V4::id},
 };
 
 namespace detail {
@@ -627,20 +625,17 @@ ktune::Status with_variant(int variant, F&& f) {
     case 11: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V11, 90, 4>{}); break;
     case 12: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V12, 90, 4>{}); break;
     case 13: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V13, 90, 4>{}); break;
-    case 14: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V14, 90, 4>{}); break;
+    case 14: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V14, 90, 2>{}); break;
     case 15: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V15, 90, 2>{}); break;
     case 16: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V16, 90, 2>{}); break;
     case 17: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V17, 90, 2>{}); break;
     case 18: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V18, 90, 2>{}); break;
-    case 19: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V19, 90, 2>{}); break;
-    case 20: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V20, 90, 2>{}); break;
+    case 19: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V19, 90, 2>{}); break;
+    case 20: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V20, 90, 2>{}); break;
     case 21: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V21, 90, 2>{}); break;
     case 22: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V22, 90, 2>{}); break;
     case 23: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V23, 90, 2>{}); break;
     case 24: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V24, 90, 2>{}); break;
-    case 25: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V25, 90, 2>{}); break;
-    case 26: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V26, 90, 2>{}); break;
-    case 27: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V27, 90, 2>{}); break;
     default: break;
   }
   return f(general_config{});  // general configuration: best geometric mean, or Space::default_point

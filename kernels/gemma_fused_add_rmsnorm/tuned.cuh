@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/gemma_fused_add_rmsnorm.json (0x62418eed11acfa6e): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/gemma_fused_add_rmsnorm.json (0x329395d7c63de950): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/gemma_fused_add_rmsnorm.json (0x8d77e8be66749511): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T14:44:54+00:00, commit 745fab4086eccce2efaaa91a5995d3acbe826eb3-dirty
 //     cells between its measured shapes: the bracket rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -45,28 +45,26 @@ struct V15 { static constexpr char id[] = "vb_16.vpt_4.stage_6.cs_1.pdl_1"; };  
 struct V16 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // bf16, sm_90
 struct V17 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_2.pdl_1"; };  // fp32, sm_90
 struct V18 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_1.pdl_1"; };  // fp32, sm_90
-struct V19 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_2.pdl_1"; };  // fp32, sm_90
-struct V20 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_1.pdl_1"; };  // fp32, sm_90
+struct V19 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_1.pdl_1"; };  // fp32, sm_90
+struct V20 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_2.pdl_1"; };  // fp32, sm_90
 struct V21 { static constexpr char id[] = "vb_16.vpt_4.stage_6.cs_1.pdl_1"; };  // fp32, sm_90
-struct V22 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_2.pdl_1"; };  // fp32, sm_90
-struct V23 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // fp32, sm_90
-struct V24 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_4.pdl_1"; };  // fp32, sm_90
-struct V25 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_4.pdl_1"; };  // fp32, sm_90
-struct V26 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_4.pdl_1"; };  // fp32, sm_90
+struct V22 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_2.pdl_1"; };  // fp32, sm_90
+struct V23 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_2.pdl_1"; };  // fp32, sm_90
+struct V24 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
+struct V25 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_4.pdl_1"; };  // fp32, sm_90
+struct V26 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_4.pdl_1"; };  // fp32, sm_90
 struct V27 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_2.pdl_1"; };  // fp16, sm_90
 struct V28 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // fp16, sm_90
 struct V29 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_1.pdl_1"; };  // fp16, sm_90
 struct V30 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_1.pdl_1"; };  // fp16, sm_90
-struct V31 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // fp16, sm_90
-struct V32 { static constexpr char id[] = "vb_16.vpt_4.stage_7.cs_1.pdl_1"; };  // fp16, sm_90
-struct V33 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_1.pdl_1"; };  // fp16, sm_90
-struct V34 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_2.pdl_1"; };  // fp16, sm_90
-struct V35 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_1.pdl_1"; };  // bf16, sm_90
-struct V36 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_1.pdl_1"; };  // bf16, sm_90
-struct V37 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_1.pdl_1"; };  // bf16, sm_90
-struct V38 { static constexpr char id[] = "vb_16.vpt_4.stage_7.cs_1.pdl_1"; };  // bf16, sm_90
-struct V39 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_8.pdl_1"; };  // bf16, sm_90
-struct V40 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_2.pdl_1"; };  // bf16, sm_90
+struct V31 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_1.pdl_1"; };  // fp16, sm_90
+struct V32 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // fp16, sm_90
+struct V33 { static constexpr char id[] = "vb_16.vpt_4.stage_7.cs_1.pdl_1"; };  // fp16, sm_90
+struct V34 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_1.pdl_1"; };  // bf16, sm_90
+struct V35 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_1.pdl_1"; };  // bf16, sm_90
+struct V36 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_8.pdl_1"; };  // bf16, sm_90
+struct V37 { static constexpr char id[] = "vb_16.vpt_4.stage_7.cs_1.pdl_1"; };  // bf16, sm_90
+struct V38 { static constexpr char id[] = "vb_16.vpt_1.stage_0.cs_2.pdl_1"; };  // bf16, sm_90
 
 inline constexpr ktune::TunedEntry entries[] = {
     // NVIDIA H100 80GB HBM3 (sm_90), fp32
@@ -167,676 +165,702 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8192,h=8192: 180 us (S 198 us, 1.10x), spread 0.2%, band 1.0% (retest), 99.5% of copy
     {90, "NVIDIA H100 80GB HBM3", ktune::DType::bf16, INT64_MAX, 6477, INT64_MAX, 11, V11::id},
     // NVIDIA H200 (sm_90), fp32
-    //   tokens=1,h=1152: 1.48 us (S 2.22 us, 1.50x), spread 0.3%, band 1.0% (retest), 0.4% of copy
-    //   tokens=2,h=1152: 1.50 us (S 2.22 us, 1.48x), spread 0.6%, band 1.0% (retest), 0.6% of copy
+    //   tokens=1,h=1152: 1.58 us (S 2.32 us, 1.47x), spread 0.3%, band 1.0% (retest), 0.3% of copy
+    //   tokens=2,h=1152: 1.58 us (S 2.31 us, 1.46x), spread 0.6%, band 1.1% (retest), 0.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2, 0, 1629, 17, V17::id},
     //   tokens=4,h=1152: not measured; the bracket rule's choice
     //   tokens=7,h=1152: not measured; the bracket rule's choice
-    //   tokens=8,h=1152: 1.55 us (S 2.22 us, 1.44x), spread 1.1%, band 1.1% (retest), 2.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 7, 0, 1629, 1, V1::id},
+    //   tokens=8,h=1152: 1.64 us (S 2.28 us, 1.39x), spread 1.0%, band 2.0% (retest), 2.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8, 0, 1629, 17, V17::id},
     //   tokens=11,h=1152: not measured; the bracket rule's choice
     //   tokens=15,h=1152: not measured; the bracket rule's choice
-    //   tokens=16,h=1152: 1.60 us (S 2.26 us, 1.42x), spread 0.5%, band 1.0% (retest), 4.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 15, 0, 1629, 1, V1::id},
+    //   tokens=16,h=1152: 1.66 us (S 2.33 us, 1.40x), spread 0.7%, band 1.0% (retest), 4.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 16, 0, 1629, 17, V17::id},
     //   tokens=22,h=1152: not measured; the bracket rule's choice
     //   tokens=31,h=1152: not measured; the bracket rule's choice
-    //   tokens=32,h=1152: 1.64 us (S 2.27 us, 1.39x), spread 0.3%, band 1.0% (retest), 8.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 32, 0, 1629, 17, V17::id},
+    //   tokens=32,h=1152: 1.70 us (S 2.34 us, 1.38x), spread 0.3%, band 1.0% (retest), 8.3% of copy
     //   tokens=45,h=1152: not measured; the bracket rule's choice
     //   tokens=63,h=1152: not measured; the bracket rule's choice
-    //   tokens=64,h=1152: 1.73 us (S 2.38 us, 1.37x), spread 0.8%, band 1.0% (retest), 16.0% of copy
+    //   tokens=64,h=1152: 1.73 us (S 2.39 us, 1.38x), spread 1.2%, band 1.2% (retest), 16.1% of copy
     //   tokens=128,h=1152: not measured; the bracket rule's choice
     //   tokens=255,h=1152: not measured; the bracket rule's choice
-    //   tokens=256,h=1152: 2.65 us (S 3.12 us, 1.18x), spread 0.4%, band 1.0% (retest), 41.9% of copy
+    //   tokens=256,h=1152: 2.58 us (S 3.20 us, 1.24x), spread 0.5%, band 1.0% (retest), 43.2% of copy
     //   tokens=362,h=1152: not measured; the bracket rule's choice
     //   tokens=511,h=1152: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 511, 0, 1629, 1, V1::id},
-    //   tokens=512,h=1152: 3.63 us (S 4.10 us, 1.13x), spread 0.3%, band 1.0% (retest), 61.0% of copy
+    //   tokens=512,h=1152: 3.72 us (S 4.22 us, 1.14x), spread 1.2%, band 1.2% (retest), 59.9% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 512, 0, 1629, 17, V17::id},
     //   tokens=724,h=1152: not measured; the bracket rule's choice
     //   tokens=1023,h=1152: not measured; the bracket rule's choice
-    //   tokens=1024,h=1152: 6.01 us (S 6.97 us, 1.16x), spread 0.4%, band 1.0% (retest), 73.8% of copy
+    //   tokens=1024,h=1152: 6.08 us (S 7.05 us, 1.16x), spread 0.6%, band 1.0% (retest), 73.3% of copy
     //   tokens=1448,h=1152: not measured; the bracket rule's choice
     //   tokens=2047,h=1152: not measured; the bracket rule's choice
-    //   tokens=2048,h=1152: 10.7 us (S 12.0 us, 1.12x), spread 0.4%, band 1.0% (retest), 82.6% of copy
+    //   tokens=2048,h=1152: 10.8 us (S 12.1 us, 1.12x), spread 0.2%, band 1.0% (retest), 82.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 0, 1629, 1, V1::id},
     //   tokens=4096,h=1152: not measured; the bracket rule's choice
     //   tokens=8191,h=1152: not measured; the bracket rule's choice
-    //   tokens=8192,h=1152: 37.9 us (S 40.3 us, 1.06x), spread 0.2%, band 1.0% (retest), 93.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 1629, 18, V18::id},
-    //   tokens=1,h=2304: 1.52 us (S 2.39 us, 1.57x), spread 1.0%, band 1.0% (retest), 0.7% of copy
-    //   tokens=2,h=2304: 1.55 us (S 2.35 us, 1.52x), spread 0.5%, band 1.0% (retest), 1.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 0, 1629, 18, V18::id},
+    //   tokens=8192,h=1152: 38.2 us (S 40.8 us, 1.07x), spread 0.4%, band 1.0% (retest), 93.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 1629, 19, V19::id},
+    //   tokens=1,h=2304: 1.63 us (S 2.47 us, 1.52x), spread 0.7%, band 1.8% (retest), 0.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1, 1630, 2660, 17, V17::id},
+    //   tokens=2,h=2304: 1.62 us (S 2.45 us, 1.51x), spread 1.2%, band 1.2% (retest), 1.2% of copy
     //   tokens=4,h=2304: not measured; the bracket rule's choice
     //   tokens=7,h=2304: not measured; the bracket rule's choice
-    //   tokens=8,h=2304: 1.60 us (S 2.36 us, 1.48x), spread 0.0%, band 1.0% (retest), 4.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 7, 1630, 2660, 0, V0::id},
+    //   tokens=8,h=2304: 1.67 us (S 2.46 us, 1.47x), spread 1.4%, band 1.0% (retest), 4.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8, 1630, 2660, 17, V17::id},
     //   tokens=11,h=2304: not measured; the bracket rule's choice
     //   tokens=15,h=2304: not measured; the bracket rule's choice
-    //   tokens=16,h=2304: 1.66 us (S 2.39 us, 1.44x), spread 0.7%, band 1.0% (retest), 8.5% of copy
+    //   tokens=16,h=2304: 1.72 us (S 2.46 us, 1.43x), spread 0.5%, band 1.0% (retest), 8.2% of copy
     //   tokens=22,h=2304: not measured; the bracket rule's choice
     //   tokens=31,h=2304: not measured; the bracket rule's choice
-    //   tokens=32,h=2304: 1.77 us (S 2.47 us, 1.40x), spread 0.7%, band 1.0% (retest), 15.8% of copy
+    //   tokens=32,h=2304: 1.79 us (S 2.49 us, 1.40x), spread 0.9%, band 1.1% (retest), 15.7% of copy
     //   tokens=45,h=2304: not measured; the bracket rule's choice
     //   tokens=63,h=2304: not measured; the bracket rule's choice
-    //   tokens=64,h=2304: 2.05 us (S 2.69 us, 1.31x), spread 0.2%, band 1.0% (retest), 27.1% of copy
+    //   tokens=64,h=2304: 2.06 us (S 2.71 us, 1.32x), spread 0.4%, band 1.0% (retest), 27.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 1630, 2660, 0, V0::id},
     //   tokens=128,h=2304: not measured; the bracket rule's choice
     //   tokens=255,h=2304: not measured; the bracket rule's choice
-    //   tokens=256,h=2304: 3.76 us (S 4.16 us, 1.11x), spread 0.2%, band 1.0% (retest), 59.1% of copy
+    //   tokens=256,h=2304: 3.84 us (S 4.27 us, 1.11x), spread 0.3%, band 1.0% (retest), 57.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 1630, 2660, 1, V1::id},
     //   tokens=362,h=2304: not measured; the bracket rule's choice
     //   tokens=511,h=2304: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 1630, 2660, 1, V1::id},
-    //   tokens=512,h=2304: 5.66 us (S 7.19 us, 1.27x), spread 0.3%, band 1.0% (retest), 78.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 1630, 2660, 17, V17::id},
+    //   tokens=512,h=2304: 5.69 us (S 7.30 us, 1.28x), spread 0.4%, band 1.0% (retest), 78.2% of copy
     //   tokens=724,h=2304: not measured; the bracket rule's choice
     //   tokens=1023,h=2304: not measured; the bracket rule's choice
-    //   tokens=1024,h=2304: 10.6 us (S 12.6 us, 1.19x), spread 0.5%, band 1.0% (retest), 84.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 1630, 2660, 19, V19::id},
+    //   tokens=1024,h=2304: 10.6 us (S 12.7 us, 1.19x), spread 0.3%, band 1.0% (retest), 83.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 1630, 2660, 20, V20::id},
     //   tokens=1448,h=2304: not measured; the bracket rule's choice
     //   tokens=2047,h=2304: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 2047, 1630, 2660, 17, V17::id},
-    //   tokens=2048,h=2304: 19.7 us (S 22.4 us, 1.13x), spread 0.4%, band 1.0% (retest), 89.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 1630, 2660, 19, V19::id},
+    //   tokens=2048,h=2304: 19.9 us (S 22.7 us, 1.14x), spread 0.1%, band 1.0% (retest), 89.3% of copy
     //   tokens=4096,h=2304: not measured; the bracket rule's choice
     //   tokens=8191,h=2304: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 1630, 2660, 17, V17::id},
-    //   tokens=8192,h=2304: 74.7 us (S 81.6 us, 1.09x), spread 0.5%, band 1.0% (retest), 95.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 1630, 2660, 19, V19::id},
-    //   tokens=1,h=3072: 1.54 us (S 2.52 us, 1.64x), spread 1.0%, band 1.0% (retest), 0.9% of copy
-    //   tokens=2,h=3072: 1.58 us (S 2.51 us, 1.59x), spread 0.8%, band 1.0% (retest), 1.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 1630, 2660, 20, V20::id},
+    //   tokens=8192,h=2304: 75.3 us (S 82.7 us, 1.10x), spread 0.2%, band 1.0% (retest), 94.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 1630, 2660, 17, V17::id},
+    //   tokens=1,h=3072: 1.62 us (S 2.60 us, 1.60x), spread 1.6%, band 1.6% (retest), 0.9% of copy
+    //   tokens=2,h=3072: 1.65 us (S 2.59 us, 1.57x), spread 0.3%, band 1.0% (retest), 1.6% of copy
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.61 us (S 2.50 us, 1.55x), spread 0.3%, band 1.0% (retest), 5.9% of copy
+    //   tokens=8,h=3072: 1.68 us (S 2.58 us, 1.54x), spread 0.8%, band 1.0% (retest), 5.7% of copy
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
-    //   tokens=16,h=3072: 1.68 us (S 2.52 us, 1.50x), spread 0.7%, band 1.0% (retest), 11.2% of copy
+    //   tokens=16,h=3072: 1.74 us (S 2.61 us, 1.50x), spread 0.5%, band 1.0% (retest), 10.8% of copy
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
-    //   tokens=32,h=3072: 1.88 us (S 2.66 us, 1.42x), spread 0.3%, band 1.0% (retest), 19.8% of copy
+    //   tokens=32,h=3072: 1.88 us (S 2.66 us, 1.42x), spread 1.1%, band 1.1% (retest), 19.9% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 32, 2661, 3318, 0, V0::id},
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    //   tokens=64,h=3072: 2.31 us (S 2.98 us, 1.29x), spread 0.6%, band 1.0% (retest), 32.2% of copy
+    //   tokens=64,h=3072: 2.31 us (S 2.98 us, 1.29x), spread 0.7%, band 1.0% (retest), 32.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 2661, 3318, 3, V3::id},
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 2661, 3318, 20, V20::id},
-    //   tokens=256,h=3072: 4.54 us (S 6.31 us, 1.39x), spread 0.2%, band 1.0% (retest), 65.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 2661, 3318, 0, V0::id},
+    //   tokens=256,h=3072: 4.54 us (S 6.38 us, 1.40x), spread 0.4%, band 1.0% (retest), 65.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 256, 2661, 3318, 17, V17::id},
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
-    //   tokens=512,h=3072: 7.28 us (S 11.1 us, 1.53x), spread 0.3%, band 1.0% (retest), 81.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 512, 2661, 3318, 18, V18::id},
+    //   tokens=512,h=3072: 7.32 us (S 11.3 us, 1.54x), spread 0.4%, band 1.0% (retest), 81.1% of copy
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 1023, 2661, 3318, 21, V21::id},
-    //   tokens=1024,h=3072: 13.8 us (S 20.4 us, 1.48x), spread 0.3%, band 1.0% (retest), 85.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 2661, 3318, 17, V17::id},
+    //   tokens=1024,h=3072: 13.9 us (S 20.7 us, 1.48x), spread 0.5%, band 1.0% (retest), 85.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 2661, 3318, 21, V21::id},
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 2661, 3318, 19, V19::id},
-    //   tokens=2048,h=3072: 26.2 us (S 37.4 us, 1.43x), spread 0.3%, band 1.0% (retest), 90.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 2661, 3318, 20, V20::id},
+    //   tokens=2048,h=3072: 26.5 us (S 37.9 us, 1.43x), spread 0.4%, band 1.0% (retest), 89.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 2661, 3318, 17, V17::id},
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    //   tokens=8192,h=3072: 98.6 us (S 144 us, 1.46x), spread 0.2%, band 1.0% (retest), 95.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 2661, 3318, 22, V22::id},
-    //   tokens=1,h=3584: 1.55 us (S 2.61 us, 1.69x), spread 0.6%, band 1.0% (retest), 1.1% of copy
-    //   tokens=2,h=3584: 1.59 us (S 2.62 us, 1.65x), spread 0.7%, band 1.0% (retest), 1.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 2661, 3318, 22, V22::id},
+    //   tokens=8192,h=3072: 99.3 us (S 146 us, 1.47x), spread 0.1%, band 1.0% (retest), 95.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 2661, 3318, 23, V23::id},
+    //   tokens=1,h=3584: 1.62 us (S 2.70 us, 1.66x), spread 1.0%, band 1.0% (retest), 1.0% of copy
+    //   tokens=2,h=3584: 1.65 us (S 2.70 us, 1.64x), spread 0.7%, band 1.0% (retest), 1.8% of copy
     //   tokens=4,h=3584: not measured; the bracket rule's choice
     //   tokens=7,h=3584: not measured; the bracket rule's choice
-    //   tokens=8,h=3584: 1.63 us (S 2.60 us, 1.60x), spread 0.8%, band 1.0% (retest), 6.8% of copy
+    //   tokens=8,h=3584: 1.69 us (S 2.71 us, 1.60x), spread 0.6%, band 1.0% (retest), 6.6% of copy
     //   tokens=11,h=3584: not measured; the bracket rule's choice
     //   tokens=15,h=3584: not measured; the bracket rule's choice
-    //   tokens=16,h=3584: 1.71 us (S 2.65 us, 1.55x), spread 1.1%, band 1.1% (retest), 12.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 3319, 4063, 0, V0::id},
+    //   tokens=16,h=3584: 1.74 us (S 2.71 us, 1.56x), spread 0.6%, band 1.0% (retest), 12.6% of copy
     //   tokens=22,h=3584: not measured; the bracket rule's choice
     //   tokens=31,h=3584: not measured; the bracket rule's choice
-    //   tokens=32,h=3584: 1.94 us (S 2.78 us, 1.44x), spread 0.2%, band 1.0% (retest), 22.4% of copy
+    //   tokens=32,h=3584: 1.95 us (S 2.80 us, 1.43x), spread 0.1%, band 1.0% (retest), 22.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 32, 3319, 4063, 0, V0::id},
     //   tokens=45,h=3584: not measured; the bracket rule's choice
     //   tokens=63,h=3584: not measured; the bracket rule's choice
-    //   tokens=64,h=3584: 2.53 us (S 3.13 us, 1.24x), spread 0.6%, band 1.0% (retest), 34.2% of copy
+    //   tokens=64,h=3584: 2.52 us (S 3.15 us, 1.25x), spread 1.1%, band 1.1% (retest), 34.5% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 3319, 4063, 3, V3::id},
     //   tokens=128,h=3584: not measured; the bracket rule's choice
     //   tokens=255,h=3584: not measured; the bracket rule's choice
-    //   tokens=256,h=3584: 4.86 us (S 6.83 us, 1.41x), spread 0.5%, band 1.0% (retest), 71.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 3319, 4063, 17, V17::id},
+    //   tokens=256,h=3584: 4.90 us (S 6.98 us, 1.42x), spread 0.3%, band 1.0% (retest), 70.7% of copy
     //   tokens=362,h=3584: not measured; the bracket rule's choice
     //   tokens=511,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 3319, 4063, 23, V23::id},
-    //   tokens=512,h=3584: 8.30 us (S 12.1 us, 1.45x), spread 0.6%, band 1.0% (retest), 83.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 3319, 4063, 17, V17::id},
+    //   tokens=512,h=3584: 8.32 us (S 12.3 us, 1.48x), spread 0.2%, band 1.0% (retest), 83.3% of copy
     //   tokens=724,h=3584: not measured; the bracket rule's choice
     //   tokens=1023,h=3584: not measured; the bracket rule's choice
-    //   tokens=1024,h=3584: 15.6 us (S 21.9 us, 1.41x), spread 0.7%, band 1.0% (retest), 88.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 3319, 4063, 2, V2::id},
+    //   tokens=1024,h=3584: 15.7 us (S 22.2 us, 1.41x), spread 0.4%, band 1.0% (retest), 88.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 3319, 4063, 21, V21::id},
     //   tokens=1448,h=3584: not measured; the bracket rule's choice
     //   tokens=2047,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 3319, 4063, 0, V0::id},
-    //   tokens=2048,h=3584: 30.5 us (S 40.8 us, 1.34x), spread 0.1%, band 1.0% (retest), 90.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 3319, 4063, 17, V17::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 3319, 4063, 2, V2::id},
+    //   tokens=2048,h=3584: 30.7 us (S 41.3 us, 1.35x), spread 0.1%, band 1.0% (retest), 90.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 3319, 4063, 0, V0::id},
     //   tokens=4096,h=3584: not measured; the bracket rule's choice
     //   tokens=8191,h=3584: not measured; the bracket rule's choice
-    //   tokens=8192,h=3584: 115 us (S 152 us, 1.32x), spread 0.2%, band 1.0% (retest), 95.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 3319, 4063, 22, V22::id},
-    //   tokens=1,h=4608: 1.61 us (S 3.43 us, 2.13x), spread 1.4%, band 1.4% (retest), 1.3% of copy
-    //   tokens=2,h=4608: 1.61 us (S 3.35 us, 2.08x), spread 0.9%, band 1.0% (retest), 2.4% of copy
+    //   tokens=8192,h=3584: 116 us (S 153 us, 1.32x), spread 0.2%, band 1.0% (retest), 95.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 3319, 4063, 23, V23::id},
+    //   tokens=1,h=4608: 1.67 us (S 3.52 us, 2.11x), spread 1.1%, band 1.1% (retest), 1.3% of copy
+    //   tokens=2,h=4608: 1.69 us (S 3.46 us, 2.05x), spread 0.4%, band 1.0% (retest), 2.3% of copy
     //   tokens=4,h=4608: not measured; the bracket rule's choice
     //   tokens=7,h=4608: not measured; the bracket rule's choice
-    //   tokens=8,h=4608: 1.67 us (S 3.34 us, 1.99x), spread 0.2%, band 1.0% (retest), 8.5% of copy
+    //   tokens=8,h=4608: 1.73 us (S 3.45 us, 1.99x), spread 1.2%, band 1.2% (retest), 8.3% of copy
     //   tokens=11,h=4608: not measured; the bracket rule's choice
     //   tokens=15,h=4608: not measured; the bracket rule's choice
-    //   tokens=16,h=4608: 1.81 us (S 3.40 us, 1.88x), spread 0.4%, band 1.0% (retest), 15.6% of copy
+    //   tokens=16,h=4608: 1.81 us (S 3.46 us, 1.91x), spread 0.3%, band 1.0% (retest), 15.6% of copy
     //   tokens=22,h=4608: not measured; the bracket rule's choice
     //   tokens=31,h=4608: not measured; the bracket rule's choice
-    //   tokens=32,h=4608: 2.13 us (S 3.59 us, 1.68x), spread 0.3%, band 1.0% (retest), 26.2% of copy
+    //   tokens=32,h=4608: 2.12 us (S 3.63 us, 1.71x), spread 0.1%, band 1.0% (retest), 26.5% of copy
     //   tokens=45,h=4608: not measured; the bracket rule's choice
     //   tokens=63,h=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 63, 4064, 4977, 3, V3::id},
-    //   tokens=64,h=4608: 2.94 us (S 4.05 us, 1.38x), spread 0.4%, band 1.0% (retest), 37.8% of copy
+    //   tokens=64,h=4608: 2.89 us (S 4.04 us, 1.40x), spread 0.2%, band 1.0% (retest), 38.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 4064, 4977, 24, V24::id},
     //   tokens=128,h=4608: not measured; the bracket rule's choice
     //   tokens=255,h=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 4064, 4977, 18, V18::id},
-    //   tokens=256,h=4608: 5.90 us (S 8.71 us, 1.48x), spread 0.9%, band 1.0% (retest), 75.3% of copy
+    //   tokens=256,h=4608: 5.94 us (S 8.81 us, 1.48x), spread 0.4%, band 1.0% (retest), 74.9% of copy
     //   tokens=362,h=4608: not measured; the bracket rule's choice
     //   tokens=511,h=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 511, 4064, 4977, 0, V0::id},
-    //   tokens=512,h=4608: 10.5 us (S 15.6 us, 1.48x), spread 0.2%, band 1.0% (retest), 84.2% of copy
+    //   tokens=512,h=4608: 10.6 us (S 15.7 us, 1.48x), spread 0.0%, band 1.0% (retest), 83.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 4064, 4977, 21, V21::id},
     //   tokens=724,h=4608: not measured; the bracket rule's choice
     //   tokens=1023,h=4608: not measured; the bracket rule's choice
-    //   tokens=1024,h=4608: 19.8 us (S 29.2 us, 1.48x), spread 0.4%, band 1.0% (retest), 89.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 4064, 4977, 2, V2::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 4064, 4977, 2, V2::id},
+    //   tokens=1024,h=4608: 19.8 us (S 29.6 us, 1.49x), spread 0.5%, band 1.0% (retest), 89.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 4064, 4977, 21, V21::id},
     //   tokens=1448,h=4608: not measured; the bracket rule's choice
     //   tokens=2047,h=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 4064, 4977, 24, V24::id},
-    //   tokens=2048,h=4608: 38.3 us (S 56.3 us, 1.47x), spread 0.3%, band 1.0% (retest), 92.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 4064, 4977, 0, V0::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 4064, 4977, 25, V25::id},
+    //   tokens=2048,h=4608: 38.7 us (S 57.1 us, 1.47x), spread 0.4%, band 1.0% (retest), 92.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 4064, 4977, 23, V23::id},
     //   tokens=4096,h=4608: not measured; the bracket rule's choice
     //   tokens=8191,h=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 4064, 4977, 25, V25::id},
-    //   tokens=8192,h=4608: 148 us (S 216 us, 1.46x), spread 0.2%, band 1.0% (retest), 96.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 4064, 4977, 26, V26::id},
-    //   tokens=1,h=5376: 1.61 us (S 3.61 us, 2.25x), spread 0.8%, band 1.0% (retest), 1.6% of copy
-    //   tokens=2,h=5376: 1.64 us (S 3.52 us, 2.15x), spread 0.9%, band 1.0% (retest), 2.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 4064, 4977, 26, V26::id},
+    //   tokens=8192,h=4608: 148 us (S 218 us, 1.47x), spread 0.2%, band 1.0% (retest), 96.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 4064, 4977, 23, V23::id},
+    //   tokens=1,h=5376: 1.69 us (S 3.68 us, 2.18x), spread 0.6%, band 1.0% (retest), 1.5% of copy
+    //   tokens=2,h=5376: 1.70 us (S 3.64 us, 2.15x), spread 0.5%, band 1.0% (retest), 2.7% of copy
     //   tokens=4,h=5376: not measured; the bracket rule's choice
     //   tokens=7,h=5376: not measured; the bracket rule's choice
-    //   tokens=8,h=5376: 1.67 us (S 3.48 us, 2.08x), spread 0.2%, band 1.0% (retest), 10.0% of copy
+    //   tokens=8,h=5376: 1.73 us (S 3.59 us, 2.07x), spread 0.3%, band 1.0% (retest), 9.7% of copy
     //   tokens=11,h=5376: not measured; the bracket rule's choice
     //   tokens=15,h=5376: not measured; the bracket rule's choice
-    //   tokens=16,h=5376: 1.87 us (S 3.55 us, 1.90x), spread 0.6%, band 1.0% (retest), 17.6% of copy
+    //   tokens=16,h=5376: 1.85 us (S 3.60 us, 1.95x), spread 1.6%, band 1.6% (retest), 17.8% of copy
     //   tokens=22,h=5376: not measured; the bracket rule's choice
     //   tokens=31,h=5376: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 31, 4978, INT64_MAX, 3, V3::id},
-    //   tokens=32,h=5376: 2.32 us (S 3.76 us, 1.62x), spread 1.2%, band 1.2% (retest), 28.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 32, 4978, INT64_MAX, 4, V4::id},
+    //   tokens=32,h=5376: 2.32 us (S 3.78 us, 1.63x), spread 0.7%, band 1.0% (retest), 28.2% of copy
     //   tokens=45,h=5376: not measured; the bracket rule's choice
     //   tokens=63,h=5376: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 63, 4978, INT64_MAX, 17, V17::id},
-    //   tokens=64,h=5376: 3.14 us (S 4.24 us, 1.35x), spread 0.4%, band 1.0% (retest), 41.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 63, 4978, INT64_MAX, 3, V3::id},
+    //   tokens=64,h=5376: 3.16 us (S 4.23 us, 1.34x), spread 0.4%, band 1.0% (retest), 41.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 4978, INT64_MAX, 24, V24::id},
     //   tokens=128,h=5376: not measured; the bracket rule's choice
     //   tokens=255,h=5376: not measured; the bracket rule's choice
-    //   tokens=256,h=5376: 6.65 us (S 9.45 us, 1.42x), spread 1.0%, band 1.0% (retest), 77.8% of copy
+    //   tokens=256,h=5376: 6.73 us (S 9.66 us, 1.43x), spread 0.6%, band 1.0% (retest), 77.2% of copy
     //   tokens=362,h=5376: not measured; the bracket rule's choice
     //   tokens=511,h=5376: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 511, 4978, INT64_MAX, 18, V18::id},
-    //   tokens=512,h=5376: 12.2 us (S 17.0 us, 1.39x), spread 0.4%, band 1.0% (retest), 84.6% of copy
+    //   tokens=512,h=5376: 12.3 us (S 17.3 us, 1.40x), spread 0.4%, band 1.0% (retest), 84.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 4978, INT64_MAX, 21, V21::id},
     //   tokens=724,h=5376: not measured; the bracket rule's choice
     //   tokens=1023,h=5376: not measured; the bracket rule's choice
-    //   tokens=1024,h=5376: 23.3 us (S 32.2 us, 1.38x), spread 0.8%, band 1.0% (retest), 88.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 4978, INT64_MAX, 2, V2::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 4978, INT64_MAX, 2, V2::id},
+    //   tokens=1024,h=5376: 23.5 us (S 32.5 us, 1.38x), spread 0.3%, band 1.0% (retest), 88.3% of copy
     //   tokens=1448,h=5376: not measured; the bracket rule's choice
     //   tokens=2047,h=5376: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 4978, INT64_MAX, 25, V25::id},
-    //   tokens=2048,h=5376: 44.6 us (S 62.3 us, 1.40x), spread 0.2%, band 1.0% (retest), 92.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 4978, INT64_MAX, 26, V26::id},
+    //   tokens=2048,h=5376: 45.1 us (S 63.1 us, 1.40x), spread 0.3%, band 1.0% (retest), 92.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 4978, INT64_MAX, 23, V23::id},
     //   tokens=4096,h=5376: not measured; the bracket rule's choice
     //   tokens=8191,h=5376: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 4978, INT64_MAX, 25, V25::id},
-    //   tokens=8192,h=5376: 172 us (S 240 us, 1.40x), spread 0.5%, band 1.0% (retest), 96.3% of copy
+    //   tokens=8192,h=5376: 172 us (S 244 us, 1.42x), spread 0.4%, band 1.0% (retest), 96.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 4978, INT64_MAX, 26, V26::id},
     // NVIDIA H200 (sm_90), fp16
-    //   tokens=1,h=1152: 1.46 us (S 2.27 us, 1.55x), spread 0.3%, band 1.0% (retest), 0.2% of copy
-    //   tokens=2,h=1152: 1.47 us (S 2.26 us, 1.53x), spread 1.5%, band 1.5% (retest), 0.3% of copy
+    //   tokens=1,h=1152: 1.50 us (S 2.33 us, 1.56x), spread 2.8%, band 2.8% (retest), 0.2% of copy
+    //   tokens=2,h=1152: 1.54 us (S 2.34 us, 1.52x), spread 1.4%, band 1.4% (retest), 0.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2, 0, 1629, 27, V27::id},
     //   tokens=4,h=1152: not measured; the bracket rule's choice
     //   tokens=7,h=1152: not measured; the bracket rule's choice
-    //   tokens=8,h=1152: 1.53 us (S 2.24 us, 1.47x), spread 1.0%, band 1.0% (retest), 1.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 7, 0, 1629, 9, V9::id},
+    //   tokens=8,h=1152: 1.62 us (S 2.30 us, 1.42x), spread 1.4%, band 1.0% (retest), 1.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8, 0, 1629, 27, V27::id},
     //   tokens=11,h=1152: not measured; the bracket rule's choice
     //   tokens=15,h=1152: not measured; the bracket rule's choice
-    //   tokens=16,h=1152: 1.57 us (S 2.23 us, 1.43x), spread 1.1%, band 1.1% (retest), 2.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 15, 0, 1629, 9, V9::id},
+    //   tokens=16,h=1152: 1.65 us (S 2.31 us, 1.40x), spread 1.0%, band 1.0% (retest), 2.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 16, 0, 1629, 27, V27::id},
     //   tokens=22,h=1152: not measured; the bracket rule's choice
     //   tokens=31,h=1152: not measured; the bracket rule's choice
-    //   tokens=32,h=1152: 1.61 us (S 2.29 us, 1.42x), spread 0.5%, band 1.3% (retest), 4.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 32, 0, 1629, 9, V9::id},
+    //   tokens=32,h=1152: 1.66 us (S 2.35 us, 1.41x), spread 0.7%, band 1.0% (retest), 4.2% of copy
     //   tokens=45,h=1152: not measured; the bracket rule's choice
     //   tokens=63,h=1152: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 63, 0, 1629, 27, V27::id},
-    //   tokens=64,h=1152: 1.66 us (S 2.31 us, 1.40x), spread 0.9%, band 1.0% (retest), 8.4% of copy
+    //   tokens=64,h=1152: 1.70 us (S 2.38 us, 1.40x), spread 0.4%, band 1.0% (retest), 8.2% of copy
     //   tokens=128,h=1152: not measured; the bracket rule's choice
     //   tokens=255,h=1152: not measured; the bracket rule's choice
-    //   tokens=256,h=1152: 2.07 us (S 2.68 us, 1.29x), spread 0.2%, band 1.0% (retest), 26.8% of copy
+    //   tokens=256,h=1152: 2.07 us (S 2.69 us, 1.30x), spread 0.6%, band 1.0% (retest), 26.9% of copy
     //   tokens=362,h=1152: not measured; the bracket rule's choice
     //   tokens=511,h=1152: not measured; the bracket rule's choice
-    //   tokens=512,h=1152: 2.72 us (S 3.32 us, 1.22x), spread 0.5%, band 1.0% (retest), 40.8% of copy
+    //   tokens=512,h=1152: 2.65 us (S 3.40 us, 1.28x), spread 0.4%, band 1.0% (retest), 42.0% of copy
     //   tokens=724,h=1152: not measured; the bracket rule's choice
     //   tokens=1023,h=1152: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 1023, 0, 1629, 9, V9::id},
-    //   tokens=1024,h=1152: 3.92 us (S 4.39 us, 1.12x), spread 0.3%, band 1.0% (retest), 56.5% of copy
+    //   tokens=1024,h=1152: 3.99 us (S 4.48 us, 1.12x), spread 0.2%, band 1.0% (retest), 55.8% of copy
     //   tokens=1448,h=1152: not measured; the bracket rule's choice
     //   tokens=2047,h=1152: not measured; the bracket rule's choice
-    //   tokens=2048,h=1152: 6.18 us (S 7.05 us, 1.14x), spread 0.1%, band 1.0% (retest), 71.7% of copy
+    //   tokens=2048,h=1152: 6.26 us (S 7.15 us, 1.14x), spread 0.4%, band 1.0% (retest), 71.1% of copy
     //   tokens=4096,h=1152: not measured; the bracket rule's choice
     //   tokens=8191,h=1152: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 8191, 0, 1629, 28, V28::id},
-    //   tokens=8192,h=1152: 20.0 us (S 21.1 us, 1.05x), spread 0.2%, band 1.0% (retest), 88.7% of copy
+    //   tokens=8192,h=1152: 20.2 us (S 21.3 us, 1.06x), spread 0.1%, band 1.0% (retest), 88.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 1629, 29, V29::id},
-    //   tokens=1,h=2304: 1.51 us (S 2.34 us, 1.55x), spread 1.2%, band 1.0% (retest), 0.4% of copy
-    //   tokens=2,h=2304: 1.52 us (S 2.33 us, 1.53x), spread 1.0%, band 1.0% (retest), 0.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2, 1630, 2660, 27, V27::id},
+    //   tokens=1,h=2304: 1.58 us (S 2.39 us, 1.51x), spread 2.9%, band 1.0% (retest), 0.3% of copy
+    //   tokens=2,h=2304: 1.58 us (S 2.39 us, 1.52x), spread 2.4%, band 2.4% (retest), 0.6% of copy
     //   tokens=4,h=2304: not measured; the bracket rule's choice
     //   tokens=7,h=2304: not measured; the bracket rule's choice
-    //   tokens=8,h=2304: 1.60 us (S 2.28 us, 1.42x), spread 0.6%, band 1.0% (retest), 2.2% of copy
+    //   tokens=8,h=2304: 1.69 us (S 2.37 us, 1.40x), spread 1.7%, band 1.1% (retest), 2.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8, 1630, 2660, 27, V27::id},
     //   tokens=11,h=2304: not measured; the bracket rule's choice
     //   tokens=15,h=2304: not measured; the bracket rule's choice
-    //   tokens=16,h=2304: 1.61 us (S 2.34 us, 1.46x), spread 0.6%, band 1.0% (retest), 4.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 15, 1630, 2660, 6, V6::id},
+    //   tokens=16,h=2304: 1.69 us (S 2.42 us, 1.43x), spread 0.4%, band 1.1% (retest), 4.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 16, 1630, 2660, 9, V9::id},
     //   tokens=22,h=2304: not measured; the bracket rule's choice
     //   tokens=31,h=2304: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 31, 1630, 2660, 6, V6::id},
-    //   tokens=32,h=2304: 1.67 us (S 2.33 us, 1.40x), spread 0.7%, band 1.0% (retest), 8.4% of copy
+    //   tokens=32,h=2304: 1.73 us (S 2.41 us, 1.39x), spread 1.4%, band 1.0% (retest), 8.1% of copy
     //   tokens=45,h=2304: not measured; the bracket rule's choice
     //   tokens=63,h=2304: not measured; the bracket rule's choice
-    //   tokens=64,h=2304: 1.78 us (S 2.44 us, 1.37x), spread 0.4%, band 1.0% (retest), 15.6% of copy
+    //   tokens=64,h=2304: 1.78 us (S 2.45 us, 1.38x), spread 0.7%, band 1.0% (retest), 15.7% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 1630, 2660, 27, V27::id},
     //   tokens=128,h=2304: not measured; the bracket rule's choice
     //   tokens=255,h=2304: not measured; the bracket rule's choice
-    //   tokens=256,h=2304: 2.79 us (S 3.22 us, 1.15x), spread 0.5%, band 1.0% (retest), 39.7% of copy
+    //   tokens=256,h=2304: 2.71 us (S 3.27 us, 1.20x), spread 0.5%, band 1.0% (retest), 41.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 1630, 2660, 9, V9::id},
     //   tokens=362,h=2304: not measured; the bracket rule's choice
     //   tokens=511,h=2304: not measured; the bracket rule's choice
-    //   tokens=512,h=2304: 3.73 us (S 4.30 us, 1.15x), spread 0.1%, band 1.0% (retest), 59.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 512, 1630, 2660, 27, V27::id},
+    //   tokens=512,h=2304: 3.79 us (S 4.40 us, 1.16x), spread 0.1%, band 1.0% (retest), 58.7% of copy
     //   tokens=724,h=2304: not measured; the bracket rule's choice
     //   tokens=1023,h=2304: not measured; the bracket rule's choice
-    //   tokens=1024,h=2304: 5.98 us (S 7.18 us, 1.20x), spread 0.3%, band 1.0% (retest), 74.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1023, 1630, 2660, 27, V27::id},
+    //   tokens=1024,h=2304: 6.03 us (S 7.25 us, 1.20x), spread 0.8%, band 1.0% (retest), 73.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 1630, 2660, 30, V30::id},
     //   tokens=1448,h=2304: not measured; the bracket rule's choice
     //   tokens=2047,h=2304: not measured; the bracket rule's choice
-    //   tokens=2048,h=2304: 11.0 us (S 11.9 us, 1.08x), spread 0.2%, band 1.0% (retest), 80.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 1630, 2660, 30, V30::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 2047, 1630, 2660, 31, V31::id},
+    //   tokens=2048,h=2304: 11.0 us (S 12.0 us, 1.09x), spread 0.4%, band 1.0% (retest), 80.6% of copy
     //   tokens=4096,h=2304: not measured; the bracket rule's choice
     //   tokens=8191,h=2304: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 1630, 2660, 29, V29::id},
-    //   tokens=8192,h=2304: 38.1 us (S 39.7 us, 1.04x), spread 0.3%, band 1.0% (retest), 93.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 1630, 2660, 30, V30::id},
-    //   tokens=1,h=3072: 1.50 us (S 2.41 us, 1.60x), spread 0.1%, band 1.0% (retest), 0.5% of copy
-    //   tokens=2,h=3072: 1.55 us (S 2.38 us, 1.54x), spread 0.9%, band 1.2% (retest), 0.8% of copy
+    //   tokens=8192,h=2304: 38.1 us (S 40.3 us, 1.06x), spread 0.2%, band 1.0% (retest), 93.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 1630, 2660, 29, V29::id},
+    //   tokens=1,h=3072: 1.58 us (S 2.47 us, 1.56x), spread 2.5%, band 2.5% (retest), 0.5% of copy
+    //   tokens=2,h=3072: 1.62 us (S 2.43 us, 1.51x), spread 1.7%, band 1.7% (retest), 0.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2, 2661, 3318, 27, V27::id},
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.61 us (S 2.36 us, 1.47x), spread 0.8%, band 1.0% (retest), 3.0% of copy
+    //   tokens=8,h=3072: 1.68 us (S 2.43 us, 1.45x), spread 0.7%, band 1.0% (retest), 2.8% of copy
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
-    //   tokens=16,h=3072: 1.63 us (S 2.40 us, 1.48x), spread 0.4%, band 1.0% (retest), 5.8% of copy
+    //   tokens=16,h=3072: 1.70 us (S 2.45 us, 1.44x), spread 1.2%, band 1.2% (retest), 5.5% of copy
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
-    //   tokens=32,h=3072: 1.67 us (S 2.40 us, 1.44x), spread 1.1%, band 1.1% (retest), 11.2% of copy
+    //   tokens=32,h=3072: 1.75 us (S 2.50 us, 1.43x), spread 0.6%, band 1.1% (retest), 10.7% of copy
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    //   tokens=64,h=3072: 1.88 us (S 2.55 us, 1.36x), spread 0.7%, band 1.0% (retest), 19.8% of copy
+    //   tokens=64,h=3072: 1.88 us (S 2.57 us, 1.37x), spread 0.3%, band 1.0% (retest), 19.8% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 2661, 3318, 6, V6::id},
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
-    //   tokens=256,h=3072: 3.17 us (S 3.63 us, 1.14x), spread 0.4%, band 1.0% (retest), 46.7% of copy
+    //   tokens=256,h=3072: 3.20 us (S 3.70 us, 1.16x), spread 0.2%, band 1.0% (retest), 46.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 256, 2661, 3318, 9, V9::id},
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 511, 2661, 3318, 9, V9::id},
-    //   tokens=512,h=3072: 4.33 us (S 4.98 us, 1.15x), spread 0.5%, band 1.0% (retest), 68.3% of copy
+    //   tokens=512,h=3072: 4.34 us (S 4.99 us, 1.15x), spread 0.2%, band 1.0% (retest), 68.5% of copy
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 1023, 2661, 3318, 27, V27::id},
-    //   tokens=1024,h=3072: 7.32 us (S 8.66 us, 1.18x), spread 0.3%, band 1.0% (retest), 80.7% of copy
+    //   tokens=1024,h=3072: 7.33 us (S 8.78 us, 1.20x), spread 0.8%, band 1.0% (retest), 80.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 1024, 2661, 3318, 30, V30::id},
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 2661, 3318, 31, V31::id},
-    //   tokens=2048,h=3072: 14.1 us (S 15.2 us, 1.08x), spread 0.2%, band 1.0% (retest), 84.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 2661, 3318, 27, V27::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 2047, 2661, 3318, 32, V32::id},
+    //   tokens=2048,h=3072: 14.1 us (S 15.4 us, 1.09x), spread 0.4%, band 1.0% (retest), 84.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2048, 2661, 3318, 28, V28::id},
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 2661, 3318, 29, V29::id},
-    //   tokens=8192,h=3072: 50.5 us (S 52.2 us, 1.03x), spread 0.1%, band 1.0% (retest), 93.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 2661, 3318, 27, V27::id},
-    //   tokens=1,h=3584: 1.52 us (S 2.42 us, 1.58x), spread 0.7%, band 1.0% (retest), 0.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1, 3319, 4063, 6, V6::id},
-    //   tokens=2,h=3584: 1.58 us (S 2.40 us, 1.51x), spread 1.1%, band 1.7% (retest), 1.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 2661, 3318, 27, V27::id},
+    //   tokens=8192,h=3072: 50.5 us (S 52.7 us, 1.04x), spread 0.2%, band 1.0% (retest), 94.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 2661, 3318, 30, V30::id},
+    //   tokens=1,h=3584: 1.61 us (S 2.51 us, 1.56x), spread 0.3%, band 3.1% (retest), 0.5% of copy
+    //   tokens=2,h=3584: 1.64 us (S 2.47 us, 1.50x), spread 0.3%, band 2.2% (retest), 0.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2, 3319, 4063, 27, V27::id},
     //   tokens=4,h=3584: not measured; the bracket rule's choice
     //   tokens=7,h=3584: not measured; the bracket rule's choice
-    //   tokens=8,h=3584: 1.65 us (S 2.38 us, 1.44x), spread 0.3%, band 1.0% (retest), 3.4% of copy
+    //   tokens=8,h=3584: 1.71 us (S 2.46 us, 1.43x), spread 1.8%, band 1.0% (retest), 3.3% of copy
     //   tokens=11,h=3584: not measured; the bracket rule's choice
     //   tokens=15,h=3584: not measured; the bracket rule's choice
-    //   tokens=16,h=3584: 1.66 us (S 2.41 us, 1.46x), spread 0.8%, band 1.0% (retest), 6.6% of copy
+    //   tokens=16,h=3584: 1.71 us (S 2.48 us, 1.45x), spread 1.4%, band 1.4% (retest), 6.4% of copy
     //   tokens=22,h=3584: not measured; the bracket rule's choice
     //   tokens=31,h=3584: not measured; the bracket rule's choice
-    //   tokens=32,h=3584: 1.72 us (S 2.44 us, 1.42x), spread 0.9%, band 1.0% (retest), 12.6% of copy
+    //   tokens=32,h=3584: 1.76 us (S 2.50 us, 1.42x), spread 0.6%, band 1.0% (retest), 12.4% of copy
     //   tokens=45,h=3584: not measured; the bracket rule's choice
     //   tokens=63,h=3584: not measured; the bracket rule's choice
-    //   tokens=64,h=3584: 1.97 us (S 2.62 us, 1.33x), spread 0.3%, band 1.0% (retest), 22.0% of copy
+    //   tokens=64,h=3584: 1.96 us (S 2.63 us, 1.34x), spread 0.7%, band 1.0% (retest), 22.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 3319, 4063, 6, V6::id},
     //   tokens=128,h=3584: not measured; the bracket rule's choice
     //   tokens=255,h=3584: not measured; the bracket rule's choice
-    //   tokens=256,h=3584: 3.38 us (S 3.89 us, 1.15x), spread 0.5%, band 1.0% (retest), 51.1% of copy
+    //   tokens=256,h=3584: 3.45 us (S 3.95 us, 1.15x), spread 0.6%, band 1.0% (retest), 50.3% of copy
     //   tokens=362,h=3584: not measured; the bracket rule's choice
     //   tokens=511,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 511, 3319, 4063, 9, V9::id},
-    //   tokens=512,h=3584: 4.93 us (S 6.42 us, 1.30x), spread 0.4%, band 1.0% (retest), 70.0% of copy
+    //   tokens=512,h=3584: 4.95 us (S 6.51 us, 1.31x), spread 0.5%, band 1.0% (retest), 69.9% of copy
     //   tokens=724,h=3584: not measured; the bracket rule's choice
     //   tokens=1023,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 1023, 3319, 4063, 8, V8::id},
-    //   tokens=1024,h=3584: 8.36 us (S 10.2 us, 1.21x), spread 0.3%, band 1.0% (retest), 82.5% of copy
+    //   tokens=1024,h=3584: 8.43 us (S 10.3 us, 1.22x), spread 0.3%, band 1.0% (retest), 82.2% of copy
     //   tokens=1448,h=3584: not measured; the bracket rule's choice
     //   tokens=2047,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 3319, 4063, 32, V32::id},
-    //   tokens=2048,h=3584: 16.1 us (S 17.7 us, 1.10x), spread 0.4%, band 1.0% (retest), 85.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2047, 3319, 4063, 33, V33::id},
+    //   tokens=2048,h=3584: 16.3 us (S 17.9 us, 1.10x), spread 0.9%, band 1.0% (retest), 85.1% of copy
     //   tokens=4096,h=3584: not measured; the bracket rule's choice
     //   tokens=8191,h=3584: not measured; the bracket rule's choice
-    //   tokens=8192,h=3584: 58.3 us (S 62.9 us, 1.08x), spread 0.3%, band 1.0% (retest), 94.6% of copy
+    //   tokens=8192,h=3584: 58.9 us (S 63.7 us, 1.08x), spread 0.1%, band 1.0% (retest), 94.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3319, 4063, 30, V30::id},
-    //   tokens=1,h=4608: 1.56 us (S 2.51 us, 1.61x), spread 2.2%, band 2.1% (retest), 0.7% of copy
-    //   tokens=2,h=4608: 1.61 us (S 2.48 us, 1.54x), spread 2.1%, band 1.9% (retest), 1.2% of copy
+    //   tokens=1,h=4608: 1.64 us (S 2.59 us, 1.58x), spread 1.0%, band 1.0% (retest), 0.7% of copy
+    //   tokens=2,h=4608: 1.67 us (S 2.55 us, 1.52x), spread 0.5%, band 1.0% (retest), 1.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2, 4064, 4977, 6, V6::id},
     //   tokens=4,h=4608: not measured; the bracket rule's choice
     //   tokens=7,h=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 7, 4064, 4977, 5, V5::id},
-    //   tokens=8,h=4608: 1.64 us (S 2.48 us, 1.51x), spread 0.6%, band 1.0% (retest), 4.3% of copy
+    //   tokens=8,h=4608: 1.71 us (S 2.57 us, 1.50x), spread 0.6%, band 1.7% (retest), 4.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 8, 4064, 4977, 6, V6::id},
     //   tokens=11,h=4608: not measured; the bracket rule's choice
     //   tokens=15,h=4608: not measured; the bracket rule's choice
-    //   tokens=16,h=4608: 1.69 us (S 2.49 us, 1.48x), spread 0.5%, band 1.0% (retest), 8.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 15, 4064, 4977, 5, V5::id},
+    //   tokens=16,h=4608: 1.77 us (S 2.58 us, 1.46x), spread 0.4%, band 1.0% (retest), 8.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 16, 4064, 4977, 6, V6::id},
     //   tokens=22,h=4608: not measured; the bracket rule's choice
     //   tokens=31,h=4608: not measured; the bracket rule's choice
-    //   tokens=32,h=4608: 1.81 us (S 2.56 us, 1.42x), spread 0.5%, band 1.0% (retest), 15.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 4064, 4977, 5, V5::id},
+    //   tokens=32,h=4608: 1.81 us (S 2.60 us, 1.43x), spread 0.6%, band 1.0% (retest), 15.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 32, 4064, 4977, 6, V6::id},
     //   tokens=45,h=4608: not measured; the bracket rule's choice
     //   tokens=63,h=4608: not measured; the bracket rule's choice
-    //   tokens=64,h=4608: 2.16 us (S 2.81 us, 1.30x), spread 0.9%, band 1.0% (retest), 25.8% of copy
+    //   tokens=64,h=4608: 2.15 us (S 2.80 us, 1.30x), spread 0.8%, band 1.0% (retest), 25.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 4064, 4977, 5, V5::id},
     //   tokens=128,h=4608: not measured; the bracket rule's choice
     //   tokens=255,h=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 255, 4064, 4977, 7, V7::id},
-    //   tokens=256,h=4608: 3.94 us (S 4.34 us, 1.10x), spread 0.5%, band 1.0% (retest), 56.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 256, 4064, 4977, 28, V28::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 255, 4064, 4977, 27, V27::id},
+    //   tokens=256,h=4608: 4.03 us (S 4.45 us, 1.10x), spread 0.2%, band 1.0% (retest), 55.2% of copy
     //   tokens=362,h=4608: not measured; the bracket rule's choice
     //   tokens=511,h=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 511, 4064, 4977, 31, V31::id},
-    //   tokens=512,h=4608: 6.02 us (S 7.54 us, 1.25x), spread 0.7%, band 1.0% (retest), 73.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 511, 4064, 4977, 28, V28::id},
+    //   tokens=512,h=4608: 6.09 us (S 7.64 us, 1.25x), spread 0.8%, band 1.0% (retest), 73.1% of copy
     //   tokens=724,h=4608: not measured; the bracket rule's choice
     //   tokens=1023,h=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 1023, 4064, 4977, 30, V30::id},
-    //   tokens=1024,h=4608: 10.9 us (S 13.3 us, 1.23x), spread 0.4%, band 1.0% (retest), 81.7% of copy
+    //   tokens=1024,h=4608: 11.0 us (S 13.5 us, 1.23x), spread 0.7%, band 1.0% (retest), 81.3% of copy
     //   tokens=1448,h=4608: not measured; the bracket rule's choice
     //   tokens=2047,h=4608: not measured; the bracket rule's choice
-    //   tokens=2048,h=4608: 20.2 us (S 23.8 us, 1.18x), spread 0.3%, band 1.0% (retest), 87.8% of copy
+    //   tokens=2048,h=4608: 20.4 us (S 24.0 us, 1.18x), spread 0.3%, band 1.0% (retest), 87.4% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 4064, 4977, 8, V8::id},
     //   tokens=4096,h=4608: not measured; the bracket rule's choice
     //   tokens=8191,h=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 4064, 4977, 29, V29::id},
-    //   tokens=8192,h=4608: 74.7 us (S 85.9 us, 1.15x), spread 0.5%, band 1.0% (retest), 94.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 4064, 4977, 30, V30::id},
-    //   tokens=1,h=5376: 1.56 us (S 2.58 us, 1.65x), spread 0.6%, band 1.0% (retest), 0.8% of copy
-    //   tokens=2,h=5376: 1.63 us (S 2.57 us, 1.58x), spread 1.5%, band 1.3% (retest), 1.4% of copy
+    //   tokens=8192,h=4608: 75.5 us (S 86.8 us, 1.15x), spread 0.2%, band 1.0% (retest), 94.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 4064, 4977, 29, V29::id},
+    //   tokens=1,h=5376: 1.63 us (S 2.65 us, 1.62x), spread 0.5%, band 1.0% (retest), 0.8% of copy
+    //   tokens=2,h=5376: 1.68 us (S 2.66 us, 1.58x), spread 1.7%, band 1.7% (retest), 1.4% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2, 4978, INT64_MAX, 6, V6::id},
     //   tokens=4,h=5376: not measured; the bracket rule's choice
     //   tokens=7,h=5376: not measured; the bracket rule's choice
-    //   tokens=8,h=5376: 1.66 us (S 2.55 us, 1.54x), spread 1.0%, band 1.0% (retest), 5.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 7, 4978, INT64_MAX, 5, V5::id},
+    //   tokens=8,h=5376: 1.75 us (S 2.63 us, 1.51x), spread 1.0%, band 1.0% (retest), 4.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8, 4978, INT64_MAX, 6, V6::id},
     //   tokens=11,h=5376: not measured; the bracket rule's choice
     //   tokens=15,h=5376: not measured; the bracket rule's choice
-    //   tokens=16,h=5376: 1.72 us (S 2.58 us, 1.51x), spread 0.8%, band 1.0% (retest), 9.6% of copy
+    //   tokens=16,h=5376: 1.76 us (S 2.66 us, 1.51x), spread 0.7%, band 1.0% (retest), 9.3% of copy
     //   tokens=22,h=5376: not measured; the bracket rule's choice
     //   tokens=31,h=5376: not measured; the bracket rule's choice
-    //   tokens=32,h=5376: 1.87 us (S 2.67 us, 1.43x), spread 0.2%, band 1.0% (retest), 17.4% of copy
+    //   tokens=32,h=5376: 1.87 us (S 2.70 us, 1.45x), spread 0.6%, band 1.0% (retest), 17.5% of copy
     //   tokens=45,h=5376: not measured; the bracket rule's choice
     //   tokens=63,h=5376: not measured; the bracket rule's choice
-    //   tokens=64,h=5376: 2.29 us (S 2.92 us, 1.27x), spread 0.4%, band 1.0% (retest), 28.3% of copy
+    //   tokens=64,h=5376: 2.29 us (S 2.94 us, 1.29x), spread 0.1%, band 1.0% (retest), 28.5% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 4978, INT64_MAX, 5, V5::id},
     //   tokens=128,h=5376: not measured; the bracket rule's choice
     //   tokens=255,h=5376: not measured; the bracket rule's choice
-    //   tokens=256,h=5376: 4.16 us (S 4.69 us, 1.13x), spread 0.2%, band 1.0% (retest), 62.2% of copy
+    //   tokens=256,h=5376: 4.19 us (S 4.75 us, 1.14x), spread 0.5%, band 1.0% (retest), 62.1% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 4978, INT64_MAX, 27, V27::id},
     //   tokens=362,h=5376: not measured; the bracket rule's choice
     //   tokens=511,h=5376: not measured; the bracket rule's choice
-    //   tokens=512,h=5376: 6.68 us (S 8.26 us, 1.24x), spread 0.3%, band 1.0% (retest), 77.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 511, 4978, INT64_MAX, 32, V32::id},
+    //   tokens=512,h=5376: 6.76 us (S 8.35 us, 1.24x), spread 1.3%, band 1.0% (retest), 76.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 512, 4978, INT64_MAX, 30, V30::id},
     //   tokens=724,h=5376: not measured; the bracket rule's choice
     //   tokens=1023,h=5376: not measured; the bracket rule's choice
-    //   tokens=1024,h=5376: 12.6 us (S 14.6 us, 1.16x), spread 0.5%, band 1.0% (retest), 82.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 4978, INT64_MAX, 30, V30::id},
+    //   tokens=1024,h=5376: 12.5 us (S 14.8 us, 1.18x), spread 0.4%, band 1.0% (retest), 83.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 4978, INT64_MAX, 10, V10::id},
     //   tokens=1448,h=5376: not measured; the bracket rule's choice
     //   tokens=2047,h=5376: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 4978, INT64_MAX, 28, V28::id},
-    //   tokens=2048,h=5376: 23.2 us (S 26.2 us, 1.13x), spread 0.3%, band 1.0% (retest), 89.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 4978, INT64_MAX, 30, V30::id},
+    //   tokens=2048,h=5376: 23.3 us (S 26.6 us, 1.14x), spread 0.3%, band 1.0% (retest), 89.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2048, 4978, INT64_MAX, 29, V29::id},
     //   tokens=4096,h=5376: not measured; the bracket rule's choice
     //   tokens=8191,h=5376: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 4978, INT64_MAX, 33, V33::id},
-    //   tokens=8192,h=5376: 86.6 us (S 95.4 us, 1.10x), spread 0.2%, band 1.0% (retest), 95.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 4978, INT64_MAX, 34, V34::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 4978, INT64_MAX, 31, V31::id},
+    //   tokens=8192,h=5376: 87.8 us (S 96.5 us, 1.10x), spread 0.4%, band 1.0% (retest), 94.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 4978, INT64_MAX, 29, V29::id},
     // NVIDIA H200 (sm_90), bf16
-    //   tokens=1,h=1152: 1.38 us (S 2.25 us, 1.63x), spread 0.1%, band 1.0% (retest), 0.2% of copy
-    //   tokens=2,h=1152: 1.41 us (S 2.27 us, 1.61x), spread 0.4%, band 1.0% (retest), 0.3% of copy
+    //   tokens=1,h=1152: 1.42 us (S 2.31 us, 1.63x), spread 2.8%, band 2.8% (retest), 0.2% of copy
+    //   tokens=2,h=1152: 1.46 us (S 2.31 us, 1.58x), spread 3.4%, band 3.4% (retest), 0.3% of copy
     //   tokens=4,h=1152: not measured; the bracket rule's choice
     //   tokens=7,h=1152: not measured; the bracket rule's choice
-    //   tokens=8,h=1152: 1.48 us (S 2.25 us, 1.52x), spread 0.8%, band 1.0% (retest), 1.2% of copy
+    //   tokens=8,h=1152: 1.54 us (S 2.31 us, 1.50x), spread 1.5%, band 1.5% (retest), 1.2% of copy
     //   tokens=11,h=1152: not measured; the bracket rule's choice
     //   tokens=15,h=1152: not measured; the bracket rule's choice
-    //   tokens=16,h=1152: 1.51 us (S 2.24 us, 1.49x), spread 1.5%, band 1.5% (retest), 2.3% of copy
+    //   tokens=16,h=1152: 1.57 us (S 2.32 us, 1.48x), spread 0.8%, band 1.0% (retest), 2.2% of copy
     //   tokens=22,h=1152: not measured; the bracket rule's choice
     //   tokens=31,h=1152: not measured; the bracket rule's choice
-    //   tokens=32,h=1152: 1.57 us (S 2.27 us, 1.45x), spread 0.6%, band 1.0% (retest), 4.5% of copy
+    //   tokens=32,h=1152: 1.61 us (S 2.34 us, 1.46x), spread 0.7%, band 1.0% (retest), 4.4% of copy
     //   tokens=45,h=1152: not measured; the bracket rule's choice
     //   tokens=63,h=1152: not measured; the bracket rule's choice
-    //   tokens=64,h=1152: 1.59 us (S 2.30 us, 1.45x), spread 0.8%, band 1.0% (retest), 8.7% of copy
+    //   tokens=64,h=1152: 1.64 us (S 2.38 us, 1.45x), spread 0.7%, band 1.0% (retest), 8.5% of copy
     //   tokens=128,h=1152: not measured; the bracket rule's choice
     //   tokens=255,h=1152: not measured; the bracket rule's choice
-    //   tokens=256,h=1152: 2.07 us (S 2.67 us, 1.29x), spread 1.2%, band 1.0% (retest), 26.8% of copy
+    //   tokens=256,h=1152: 2.04 us (S 2.70 us, 1.32x), spread 0.9%, band 1.0% (retest), 27.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 0, 1629, 11, V11::id},
     //   tokens=362,h=1152: not measured; the bracket rule's choice
     //   tokens=511,h=1152: not measured; the bracket rule's choice
-    //   tokens=512,h=1152: 2.73 us (S 3.34 us, 1.22x), spread 0.2%, band 1.0% (retest), 40.6% of copy
+    //   tokens=512,h=1152: 2.66 us (S 3.41 us, 1.28x), spread 0.5%, band 1.0% (retest), 41.9% of copy
     //   tokens=724,h=1152: not measured; the bracket rule's choice
     //   tokens=1023,h=1152: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 1023, 0, 1629, 14, V14::id},
-    //   tokens=1024,h=1152: 3.93 us (S 4.39 us, 1.12x), spread 0.5%, band 1.0% (retest), 56.5% of copy
+    //   tokens=1024,h=1152: 3.99 us (S 4.49 us, 1.13x), spread 0.9%, band 1.0% (retest), 55.8% of copy
     //   tokens=1448,h=1152: not measured; the bracket rule's choice
     //   tokens=2047,h=1152: not measured; the bracket rule's choice
-    //   tokens=2048,h=1152: 6.17 us (S 7.13 us, 1.16x), spread 0.6%, band 1.0% (retest), 71.9% of copy
+    //   tokens=2048,h=1152: 6.24 us (S 7.22 us, 1.16x), spread 0.3%, band 1.0% (retest), 71.3% of copy
     //   tokens=4096,h=1152: not measured; the bracket rule's choice
     //   tokens=8191,h=1152: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 8191, 0, 1629, 16, V16::id},
-    //   tokens=8192,h=1152: 20.0 us (S 21.8 us, 1.09x), spread 0.1%, band 1.0% (retest), 88.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 1629, 35, V35::id},
-    //   tokens=1,h=2304: 1.45 us (S 2.35 us, 1.62x), spread 1.3%, band 1.5% (retest), 0.4% of copy
-    //   tokens=2,h=2304: 1.45 us (S 2.33 us, 1.60x), spread 0.9%, band 1.0% (retest), 0.7% of copy
+    //   tokens=8192,h=1152: 20.2 us (S 22.1 us, 1.10x), spread 0.2%, band 1.0% (retest), 88.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 1629, 34, V34::id},
+    //   tokens=1,h=2304: 1.50 us (S 2.38 us, 1.59x), spread 2.7%, band 2.0% (retest), 0.4% of copy
+    //   tokens=2,h=2304: 1.51 us (S 2.40 us, 1.59x), spread 0.7%, band 1.0% (retest), 0.6% of copy
     //   tokens=4,h=2304: not measured; the bracket rule's choice
     //   tokens=7,h=2304: not measured; the bracket rule's choice
-    //   tokens=8,h=2304: 1.53 us (S 2.30 us, 1.50x), spread 0.5%, band 1.0% (retest), 2.3% of copy
+    //   tokens=8,h=2304: 1.58 us (S 2.38 us, 1.50x), spread 1.0%, band 1.6% (retest), 2.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 8, 1630, 2660, 11, V11::id},
     //   tokens=11,h=2304: not measured; the bracket rule's choice
     //   tokens=15,h=2304: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 15, 1630, 2660, 12, V12::id},
-    //   tokens=16,h=2304: 1.59 us (S 2.33 us, 1.47x), spread 1.2%, band 1.0% (retest), 4.4% of copy
+    //   tokens=16,h=2304: 1.63 us (S 2.42 us, 1.48x), spread 0.9%, band 1.0% (retest), 4.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 16, 1630, 2660, 11, V11::id},
     //   tokens=22,h=2304: not measured; the bracket rule's choice
     //   tokens=31,h=2304: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 31, 1630, 2660, 12, V12::id},
-    //   tokens=32,h=2304: 1.60 us (S 2.35 us, 1.47x), spread 0.4%, band 1.0% (retest), 8.7% of copy
+    //   tokens=32,h=2304: 1.65 us (S 2.43 us, 1.47x), spread 0.3%, band 1.0% (retest), 8.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 32, 1630, 2660, 11, V11::id},
     //   tokens=45,h=2304: not measured; the bracket rule's choice
     //   tokens=63,h=2304: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 63, 1630, 2660, 12, V12::id},
-    //   tokens=64,h=2304: 1.74 us (S 2.46 us, 1.42x), spread 0.7%, band 1.0% (retest), 16.0% of copy
+    //   tokens=64,h=2304: 1.73 us (S 2.45 us, 1.42x), spread 0.4%, band 1.0% (retest), 16.2% of copy
     //   tokens=128,h=2304: not measured; the bracket rule's choice
     //   tokens=255,h=2304: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 255, 1630, 2660, 11, V11::id},
-    //   tokens=256,h=2304: 2.83 us (S 3.21 us, 1.14x), spread 0.7%, band 1.0% (retest), 39.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 1630, 2660, 14, V14::id},
+    //   tokens=256,h=2304: 2.74 us (S 3.29 us, 1.20x), spread 0.8%, band 1.0% (retest), 40.6% of copy
     //   tokens=362,h=2304: not measured; the bracket rule's choice
     //   tokens=511,h=2304: not measured; the bracket rule's choice
-    //   tokens=512,h=2304: 3.70 us (S 4.32 us, 1.17x), spread 0.3%, band 1.0% (retest), 59.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 1630, 2660, 11, V11::id},
+    //   tokens=512,h=2304: 3.78 us (S 4.39 us, 1.16x), spread 0.1%, band 1.0% (retest), 58.9% of copy
     //   tokens=724,h=2304: not measured; the bracket rule's choice
     //   tokens=1023,h=2304: not measured; the bracket rule's choice
-    //   tokens=1024,h=2304: 6.00 us (S 7.28 us, 1.21x), spread 0.3%, band 1.0% (retest), 73.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 1630, 2660, 36, V36::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 1630, 2660, 11, V11::id},
+    //   tokens=1024,h=2304: 6.02 us (S 7.39 us, 1.23x), spread 0.6%, band 1.0% (retest), 73.9% of copy
     //   tokens=1448,h=2304: not measured; the bracket rule's choice
     //   tokens=2047,h=2304: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 1630, 2660, 37, V37::id},
-    //   tokens=2048,h=2304: 11.0 us (S 12.6 us, 1.14x), spread 0.3%, band 1.0% (retest), 80.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 1630, 2660, 36, V36::id},
+    //   tokens=2048,h=2304: 11.2 us (S 12.7 us, 1.14x), spread 0.4%, band 1.0% (retest), 79.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 1630, 2660, 35, V35::id},
     //   tokens=4096,h=2304: not measured; the bracket rule's choice
     //   tokens=8191,h=2304: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 1630, 2660, 35, V35::id},
-    //   tokens=8192,h=2304: 38.0 us (S 41.9 us, 1.10x), spread 0.4%, band 1.0% (retest), 93.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 1630, 2660, 36, V36::id},
-    //   tokens=1,h=3072: 1.45 us (S 2.40 us, 1.66x), spread 0.9%, band 1.0% (retest), 0.5% of copy
-    //   tokens=2,h=3072: 1.48 us (S 2.37 us, 1.60x), spread 0.5%, band 1.0% (retest), 0.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2, 2661, 3318, 12, V12::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 1630, 2660, 34, V34::id},
+    //   tokens=8192,h=2304: 38.3 us (S 42.3 us, 1.10x), spread 0.1%, band 1.0% (retest), 92.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 1630, 2660, 35, V35::id},
+    //   tokens=1,h=3072: 1.51 us (S 2.48 us, 1.64x), spread 0.3%, band 4.3% (retest), 0.5% of copy
+    //   tokens=2,h=3072: 1.52 us (S 2.45 us, 1.61x), spread 1.3%, band 1.3% (retest), 0.9% of copy
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.54 us (S 2.36 us, 1.53x), spread 0.9%, band 1.0% (retest), 3.1% of copy
+    //   tokens=8,h=3072: 1.60 us (S 2.42 us, 1.51x), spread 1.1%, band 1.0% (retest), 3.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 8, 2661, 3318, 11, V11::id},
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 15, 2661, 3318, 12, V12::id},
-    //   tokens=16,h=3072: 1.57 us (S 2.40 us, 1.53x), spread 0.4%, band 1.6% (retest), 6.0% of copy
+    //   tokens=16,h=3072: 1.62 us (S 2.45 us, 1.52x), spread 1.0%, band 1.7% (retest), 5.8% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 16, 2661, 3318, 11, V11::id},
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 31, 2661, 3318, 12, V12::id},
-    //   tokens=32,h=3072: 1.62 us (S 2.40 us, 1.48x), spread 0.5%, band 1.0% (retest), 11.5% of copy
+    //   tokens=32,h=3072: 1.67 us (S 2.47 us, 1.48x), spread 0.1%, band 1.0% (retest), 11.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 2661, 3318, 11, V11::id},
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    //   tokens=64,h=3072: 1.83 us (S 2.57 us, 1.40x), spread 0.2%, band 1.0% (retest), 20.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 2661, 3318, 12, V12::id},
+    //   tokens=64,h=3072: 1.83 us (S 2.56 us, 1.40x), spread 0.6%, band 1.0% (retest), 20.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 64, 2661, 3318, 11, V11::id},
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 255, 2661, 3318, 11, V11::id},
-    //   tokens=256,h=3072: 3.18 us (S 3.64 us, 1.14x), spread 0.5%, band 1.0% (retest), 46.5% of copy
+    //   tokens=256,h=3072: 3.21 us (S 3.69 us, 1.15x), spread 0.2%, band 1.0% (retest), 46.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 2661, 3318, 14, V14::id},
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
-    //   tokens=512,h=3072: 4.30 us (S 5.96 us, 1.38x), spread 0.0%, band 1.0% (retest), 68.7% of copy
+    //   tokens=512,h=3072: 4.33 us (S 6.08 us, 1.40x), spread 0.1%, band 1.0% (retest), 68.5% of copy
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 1023, 2661, 3318, 11, V11::id},
-    //   tokens=1024,h=3072: 7.29 us (S 9.41 us, 1.29x), spread 0.5%, band 1.0% (retest), 81.1% of copy
+    //   tokens=1024,h=3072: 7.35 us (S 9.51 us, 1.29x), spread 0.2%, band 1.0% (retest), 80.7% of copy
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    //   tokens=2048,h=3072: 14.1 us (S 16.2 us, 1.15x), spread 0.3%, band 1.0% (retest), 83.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 2661, 3318, 36, V36::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 2661, 3318, 35, V35::id},
+    //   tokens=2048,h=3072: 14.1 us (S 16.1 us, 1.14x), spread 0.4%, band 1.0% (retest), 84.1% of copy
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 2661, 3318, 35, V35::id},
-    //   tokens=8192,h=3072: 50.3 us (S 55.8 us, 1.11x), spread 0.4%, band 1.0% (retest), 94.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 2661, 3318, 36, V36::id},
-    //   tokens=1,h=3584: 1.45 us (S 2.43 us, 1.67x), spread 0.9%, band 1.0% (retest), 0.6% of copy
-    //   tokens=2,h=3584: 1.49 us (S 2.39 us, 1.60x), spread 0.8%, band 1.0% (retest), 1.0% of copy
+    //   tokens=8192,h=3072: 50.9 us (S 56.5 us, 1.11x), spread 0.4%, band 1.0% (retest), 93.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 2661, 3318, 11, V11::id},
+    //   tokens=1,h=3584: 1.54 us (S 2.48 us, 1.61x), spread 1.0%, band 3.3% (retest), 0.6% of copy
+    //   tokens=2,h=3584: 1.54 us (S 2.47 us, 1.60x), spread 0.7%, band 1.0% (retest), 1.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2, 3319, 4063, 11, V11::id},
     //   tokens=4,h=3584: not measured; the bracket rule's choice
     //   tokens=7,h=3584: not measured; the bracket rule's choice
-    //   tokens=8,h=3584: 1.56 us (S 2.36 us, 1.51x), spread 0.5%, band 1.0% (retest), 3.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 7, 3319, 4063, 12, V12::id},
+    //   tokens=8,h=3584: 1.61 us (S 2.45 us, 1.52x), spread 0.9%, band 1.0% (retest), 3.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8, 3319, 4063, 36, V36::id},
     //   tokens=11,h=3584: not measured; the bracket rule's choice
     //   tokens=15,h=3584: not measured; the bracket rule's choice
-    //   tokens=16,h=3584: 1.58 us (S 2.42 us, 1.53x), spread 1.3%, band 1.3% (retest), 6.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 15, 3319, 4063, 12, V12::id},
+    //   tokens=16,h=3584: 1.65 us (S 2.49 us, 1.51x), spread 0.6%, band 1.0% (retest), 6.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 16, 3319, 4063, 36, V36::id},
     //   tokens=22,h=3584: not measured; the bracket rule's choice
     //   tokens=31,h=3584: not measured; the bracket rule's choice
-    //   tokens=32,h=3584: 1.67 us (S 2.44 us, 1.46x), spread 0.4%, band 1.0% (retest), 13.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 31, 3319, 4063, 12, V12::id},
+    //   tokens=32,h=3584: 1.71 us (S 2.50 us, 1.46x), spread 1.1%, band 1.0% (retest), 12.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 3319, 4063, 36, V36::id},
     //   tokens=45,h=3584: not measured; the bracket rule's choice
     //   tokens=63,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 63, 3319, 4063, 12, V12::id},
-    //   tokens=64,h=3584: 1.92 us (S 2.63 us, 1.37x), spread 0.3%, band 1.0% (retest), 22.5% of copy
+    //   tokens=64,h=3584: 1.91 us (S 2.63 us, 1.38x), spread 0.6%, band 1.0% (retest), 22.8% of copy
     //   tokens=128,h=3584: not measured; the bracket rule's choice
     //   tokens=255,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 3319, 4063, 11, V11::id},
-    //   tokens=256,h=3584: 3.40 us (S 3.89 us, 1.14x), spread 0.1%, band 1.0% (retest), 50.8% of copy
+    //   tokens=256,h=3584: 3.46 us (S 3.93 us, 1.14x), spread 0.5%, band 1.0% (retest), 50.0% of copy
     //   tokens=362,h=3584: not measured; the bracket rule's choice
     //   tokens=511,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 511, 3319, 4063, 14, V14::id},
-    //   tokens=512,h=3584: 4.83 us (S 6.64 us, 1.37x), spread 0.1%, band 1.0% (retest), 71.3% of copy
+    //   tokens=512,h=3584: 4.86 us (S 6.71 us, 1.38x), spread 0.2%, band 1.0% (retest), 71.2% of copy
     //   tokens=724,h=3584: not measured; the bracket rule's choice
     //   tokens=1023,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 1023, 3319, 4063, 13, V13::id},
-    //   tokens=1024,h=3584: 8.35 us (S 11.6 us, 1.39x), spread 0.4%, band 1.0% (retest), 82.6% of copy
+    //   tokens=1024,h=3584: 8.43 us (S 11.8 us, 1.40x), spread 0.8%, band 1.0% (retest), 82.2% of copy
     //   tokens=1448,h=3584: not measured; the bracket rule's choice
     //   tokens=2047,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 3319, 4063, 38, V38::id},
-    //   tokens=2048,h=3584: 16.0 us (S 20.7 us, 1.29x), spread 0.2%, band 1.0% (retest), 86.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 3319, 4063, 37, V37::id},
+    //   tokens=2048,h=3584: 16.2 us (S 20.9 us, 1.29x), spread 0.5%, band 1.0% (retest), 85.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 3319, 4063, 13, V13::id},
     //   tokens=4096,h=3584: not measured; the bracket rule's choice
     //   tokens=8191,h=3584: not measured; the bracket rule's choice
-    //   tokens=8192,h=3584: 58.4 us (S 73.7 us, 1.26x), spread 0.1%, band 1.0% (retest), 94.5% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3319, 4063, 36, V36::id},
-    //   tokens=1,h=4608: 1.49 us (S 2.50 us, 1.68x), spread 1.2%, band 1.2% (retest), 0.7% of copy
-    //   tokens=2,h=4608: 1.53 us (S 2.47 us, 1.61x), spread 0.4%, band 1.0% (retest), 1.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2, 4064, 4977, 12, V12::id},
+    //   tokens=8192,h=3584: 58.8 us (S 74.8 us, 1.27x), spread 0.3%, band 1.0% (retest), 94.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3319, 4063, 35, V35::id},
+    //   tokens=1,h=4608: 1.55 us (S 2.56 us, 1.65x), spread 2.3%, band 1.3% (retest), 0.7% of copy
+    //   tokens=2,h=4608: 1.58 us (S 2.53 us, 1.60x), spread 1.0%, band 1.0% (retest), 1.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2, 4064, 4977, 36, V36::id},
     //   tokens=4,h=4608: not measured; the bracket rule's choice
     //   tokens=7,h=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 7, 4064, 4977, 39, V39::id},
-    //   tokens=8,h=4608: 1.60 us (S 2.46 us, 1.54x), spread 0.9%, band 1.0% (retest), 4.5% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 8, 4064, 4977, 11, V11::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 7, 4064, 4977, 12, V12::id},
+    //   tokens=8,h=4608: 1.64 us (S 2.56 us, 1.56x), spread 0.7%, band 1.0% (retest), 4.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8, 4064, 4977, 36, V36::id},
     //   tokens=11,h=4608: not measured; the bracket rule's choice
     //   tokens=15,h=4608: not measured; the bracket rule's choice
-    //   tokens=16,h=4608: 1.62 us (S 2.48 us, 1.53x), spread 0.4%, band 1.0% (retest), 8.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 15, 4064, 4977, 12, V12::id},
+    //   tokens=16,h=4608: 1.68 us (S 2.57 us, 1.53x), spread 0.5%, band 1.5% (retest), 8.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 16, 4064, 4977, 36, V36::id},
     //   tokens=22,h=4608: not measured; the bracket rule's choice
     //   tokens=31,h=4608: not measured; the bracket rule's choice
-    //   tokens=32,h=4608: 1.75 us (S 2.57 us, 1.46x), spread 0.5%, band 1.0% (retest), 15.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 31, 4064, 4977, 12, V12::id},
+    //   tokens=32,h=4608: 1.75 us (S 2.61 us, 1.49x), spread 0.5%, band 1.0% (retest), 16.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 4064, 4977, 36, V36::id},
     //   tokens=45,h=4608: not measured; the bracket rule's choice
     //   tokens=63,h=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 63, 4064, 4977, 12, V12::id},
-    //   tokens=64,h=4608: 2.09 us (S 2.77 us, 1.33x), spread 0.3%, band 1.0% (retest), 26.7% of copy
+    //   tokens=64,h=4608: 2.08 us (S 2.78 us, 1.34x), spread 0.8%, band 1.0% (retest), 26.9% of copy
     //   tokens=128,h=4608: not measured; the bracket rule's choice
     //   tokens=255,h=4608: not measured; the bracket rule's choice
-    //   tokens=256,h=4608: 3.95 us (S 4.32 us, 1.09x), spread 0.1%, band 1.0% (retest), 56.2% of copy
+    //   tokens=256,h=4608: 4.03 us (S 4.42 us, 1.10x), spread 0.4%, band 1.0% (retest), 55.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 4064, 4977, 11, V11::id},
     //   tokens=362,h=4608: not measured; the bracket rule's choice
     //   tokens=511,h=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 511, 4064, 4977, 16, V16::id},
-    //   tokens=512,h=4608: 6.01 us (S 7.50 us, 1.25x), spread 0.3%, band 1.0% (retest), 73.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 4064, 4977, 36, V36::id},
+    //   tokens=512,h=4608: 6.07 us (S 7.61 us, 1.25x), spread 0.5%, band 1.0% (retest), 73.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 512, 4064, 4977, 35, V35::id},
     //   tokens=724,h=4608: not measured; the bracket rule's choice
     //   tokens=1023,h=4608: not measured; the bracket rule's choice
-    //   tokens=1024,h=4608: 10.7 us (S 13.3 us, 1.24x), spread 0.5%, band 1.0% (retest), 82.6% of copy
+    //   tokens=1024,h=4608: 10.8 us (S 13.4 us, 1.24x), spread 0.6%, band 1.0% (retest), 82.3% of copy
     //   tokens=1448,h=4608: not measured; the bracket rule's choice
     //   tokens=2047,h=4608: not measured; the bracket rule's choice
-    //   tokens=2048,h=4608: 19.9 us (S 23.6 us, 1.19x), spread 0.2%, band 1.0% (retest), 89.0% of copy
+    //   tokens=2048,h=4608: 20.2 us (S 23.9 us, 1.19x), spread 0.4%, band 1.0% (retest), 88.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 4064, 4977, 13, V13::id},
     //   tokens=4096,h=4608: not measured; the bracket rule's choice
     //   tokens=8191,h=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 4064, 4977, 35, V35::id},
-    //   tokens=8192,h=4608: 74.7 us (S 85.4 us, 1.14x), spread 0.3%, band 1.0% (retest), 94.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 4064, 4977, 36, V36::id},
-    //   tokens=1,h=5376: 1.50 us (S 2.57 us, 1.71x), spread 0.5%, band 1.0% (retest), 0.8% of copy
-    //   tokens=2,h=5376: 1.54 us (S 2.55 us, 1.66x), spread 0.5%, band 1.3% (retest), 1.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 4064, 4977, 34, V34::id},
+    //   tokens=8192,h=4608: 75.6 us (S 86.4 us, 1.14x), spread 0.3%, band 1.0% (retest), 94.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 4064, 4977, 13, V13::id},
+    //   tokens=1,h=5376: 1.56 us (S 2.65 us, 1.69x), spread 1.1%, band 1.7% (retest), 0.8% of copy
+    //   tokens=2,h=5376: 1.59 us (S 2.61 us, 1.64x), spread 0.8%, band 1.0% (retest), 1.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2, 4978, INT64_MAX, 36, V36::id},
     //   tokens=4,h=5376: not measured; the bracket rule's choice
     //   tokens=7,h=5376: not measured; the bracket rule's choice
-    //   tokens=8,h=5376: 1.57 us (S 2.53 us, 1.61x), spread 1.8%, band 1.8% (retest), 5.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 7, 4978, INT64_MAX, 12, V12::id},
+    //   tokens=8,h=5376: 1.62 us (S 2.60 us, 1.61x), spread 1.8%, band 2.4% (retest), 5.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8, 4978, INT64_MAX, 36, V36::id},
     //   tokens=11,h=5376: not measured; the bracket rule's choice
     //   tokens=15,h=5376: not measured; the bracket rule's choice
-    //   tokens=16,h=5376: 1.63 us (S 2.58 us, 1.58x), spread 0.5%, band 1.0% (retest), 10.1% of copy
+    //   tokens=16,h=5376: 1.68 us (S 2.65 us, 1.58x), spread 0.4%, band 1.0% (retest), 9.8% of copy
     //   tokens=22,h=5376: not measured; the bracket rule's choice
     //   tokens=31,h=5376: not measured; the bracket rule's choice
-    //   tokens=32,h=5376: 1.81 us (S 2.65 us, 1.47x), spread 0.3%, band 1.0% (retest), 18.0% of copy
+    //   tokens=32,h=5376: 1.79 us (S 2.69 us, 1.50x), spread 0.3%, band 1.0% (retest), 18.2% of copy
     //   tokens=45,h=5376: not measured; the bracket rule's choice
     //   tokens=63,h=5376: not measured; the bracket rule's choice
-    //   tokens=64,h=5376: 2.22 us (S 2.89 us, 1.30x), spread 0.4%, band 1.0% (retest), 29.2% of copy
+    //   tokens=64,h=5376: 2.22 us (S 2.91 us, 1.31x), spread 0.3%, band 1.0% (retest), 29.4% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 64, 4978, INT64_MAX, 12, V12::id},
     //   tokens=128,h=5376: not measured; the bracket rule's choice
     //   tokens=255,h=5376: not measured; the bracket rule's choice
-    //   tokens=256,h=5376: 4.14 us (S 5.95 us, 1.44x), spread 0.0%, band 1.0% (retest), 62.5% of copy
+    //   tokens=256,h=5376: 4.15 us (S 6.10 us, 1.47x), spread 0.3%, band 1.0% (retest), 62.7% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 4978, INT64_MAX, 11, V11::id},
     //   tokens=362,h=5376: not measured; the bracket rule's choice
     //   tokens=511,h=5376: not measured; the bracket rule's choice
-    //   tokens=512,h=5376: 6.69 us (S 10.8 us, 1.62x), spread 0.6%, band 1.0% (retest), 77.4% of copy
+    //   tokens=512,h=5376: 6.77 us (S 11.0 us, 1.63x), spread 0.5%, band 1.0% (retest), 76.7% of copy
     //   tokens=724,h=5376: not measured; the bracket rule's choice
     //   tokens=1023,h=5376: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 4978, INT64_MAX, 36, V36::id},
-    //   tokens=1024,h=5376: 12.4 us (S 19.9 us, 1.60x), spread 0.3%, band 1.0% (retest), 83.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 4978, INT64_MAX, 35, V35::id},
+    //   tokens=1024,h=5376: 12.5 us (S 20.3 us, 1.62x), spread 0.6%, band 1.0% (retest), 83.0% of copy
     //   tokens=1448,h=5376: not measured; the bracket rule's choice
     //   tokens=2047,h=5376: not measured; the bracket rule's choice
-    //   tokens=2048,h=5376: 23.1 us (S 36.8 us, 1.60x), spread 0.2%, band 1.0% (retest), 89.6% of copy
+    //   tokens=2048,h=5376: 23.3 us (S 37.5 us, 1.61x), spread 0.3%, band 1.0% (retest), 89.2% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 4978, INT64_MAX, 13, V13::id},
     //   tokens=4096,h=5376: not measured; the bracket rule's choice
     //   tokens=8191,h=5376: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 4978, INT64_MAX, 35, V35::id},
-    //   tokens=8192,h=5376: 86.7 us (S 140 us, 1.62x), spread 0.1%, band 1.0% (retest), 95.5% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 4978, INT64_MAX, 40, V40::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 4978, INT64_MAX, 34, V34::id},
+    //   tokens=8192,h=5376: 87.3 us (S 142 us, 1.63x), spread 0.2%, band 1.0% (retest), 95.1% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 4978, INT64_MAX, 38, V38::id},
 };
 
 namespace detail {
@@ -923,13 +947,11 @@ ktune::Status with_variant(int variant, F&& f) {
     case 31: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V31, 90, 2>{}); break;
     case 32: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V32, 90, 2>{}); break;
     case 33: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V33, 90, 2>{}); break;
-    case 34: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V34, 90, 2>{}); break;
+    case 34: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V34, 90, 2>{}); break;
     case 35: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V35, 90, 2>{}); break;
     case 36: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V36, 90, 2>{}); break;
     case 37: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V37, 90, 2>{}); break;
     case 38: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V38, 90, 2>{}); break;
-    case 39: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V39, 90, 2>{}); break;
-    case 40: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V40, 90, 2>{}); break;
     default: break;
   }
   return f(general_config{});  // general configuration: best geometric mean, or Space::default_point

@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/gemma_rmsnorm.json (0x367e26ab62efa799): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/gemma_rmsnorm.json (0x4e48f81bbb73f70e): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/gemma_rmsnorm.json (0xaa7411b838bd3527): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T14:44:54+00:00, commit 745fab4086eccce2efaaa91a5995d3acbe826eb3-dirty
 //     cells between its measured shapes: the bracket rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -42,8 +42,8 @@ struct V12 { static constexpr char id[] = "vb_16.vpt_4.stage_7.cs_1.pdl_1"; };  
 struct V13 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // bf16, sm_90
 struct V14 { static constexpr char id[] = "vb_16.vpt_4.stage_4.cs_1.pdl_1"; };  // fp32, sm_90
 struct V15 { static constexpr char id[] = "vb_16.vpt_2.stage_4.cs_1.pdl_1"; };  // fp32, sm_90
-struct V16 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_2.pdl_1"; };  // fp32, sm_90
-struct V17 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
+struct V16 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
+struct V17 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_2.pdl_1"; };  // fp32, sm_90
 struct V18 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_1.pdl_1"; };  // fp32, sm_90
 struct V19 { static constexpr char id[] = "vb_16.vpt_1.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
 struct V20 { static constexpr char id[] = "vb_16.vpt_4.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
@@ -54,7 +54,6 @@ struct V24 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  
 struct V25 { static constexpr char id[] = "vb_16.vpt_2.stage_4.cs_1.pdl_1"; };  // bf16, sm_90
 struct V26 { static constexpr char id[] = "vb_16.vpt_1.stage_3.cs_1.pdl_1"; };  // bf16, sm_90
 struct V27 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // bf16, sm_90
-struct V28 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_8.pdl_1"; };  // bf16, sm_90
 
 inline constexpr ktune::TunedEntry entries[] = {
     // NVIDIA H100 80GB HBM3 (sm_90), fp32
@@ -149,625 +148,623 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8192,h=8192: 89.2 us (S 155 us, 1.74x), spread 0.3%, band 1.0% (retest), 100.4% of copy
     {90, "NVIDIA H100 80GB HBM3", ktune::DType::bf16, INT64_MAX, 6477, INT64_MAX, 9, V9::id},
     // NVIDIA H200 (sm_90), fp32
-    //   tokens=1,h=128: 1.16 us (S 2.10 us, 1.81x), spread 0.4%, band 1.0% (retest), 0.0% of copy
-    //   tokens=2,h=128: 1.19 us (S 2.09 us, 1.76x), spread 0.7%, band 1.0% (retest), 0.1% of copy
+    //   tokens=1,h=128: 1.21 us (S 2.17 us, 1.79x), spread 1.7%, band 1.7% (retest), 0.0% of copy
+    //   tokens=2,h=128: 1.24 us (S 2.20 us, 1.78x), spread 1.5%, band 1.5% (retest), 0.0% of copy
     //   tokens=4,h=128: not measured; the bracket rule's choice
     //   tokens=7,h=128: not measured; the bracket rule's choice
-    //   tokens=8,h=128: 1.26 us (S 2.08 us, 1.66x), spread 1.6%, band 1.6% (retest), 0.2% of copy
+    //   tokens=8,h=128: 1.29 us (S 2.15 us, 1.66x), spread 1.0%, band 1.0% (retest), 0.2% of copy
     //   tokens=11,h=128: not measured; the bracket rule's choice
     //   tokens=15,h=128: not measured; the bracket rule's choice
-    //   tokens=16,h=128: 1.28 us (S 2.08 us, 1.63x), spread 0.1%, band 1.0% (retest), 0.3% of copy
+    //   tokens=16,h=128: 1.34 us (S 2.17 us, 1.62x), spread 0.7%, band 1.0% (retest), 0.3% of copy
     //   tokens=22,h=128: not measured; the bracket rule's choice
     //   tokens=31,h=128: not measured; the bracket rule's choice
-    //   tokens=32,h=128: 1.33 us (S 2.08 us, 1.56x), spread 0.9%, band 1.0% (retest), 0.6% of copy
+    //   tokens=32,h=128: 1.39 us (S 2.15 us, 1.55x), spread 0.8%, band 1.0% (retest), 0.6% of copy
     //   tokens=45,h=128: not measured; the bracket rule's choice
     //   tokens=63,h=128: not measured; the bracket rule's choice
-    //   tokens=64,h=128: 1.37 us (S 2.13 us, 1.56x), spread 1.7%, band 1.7% (retest), 1.1% of copy
+    //   tokens=64,h=128: 1.43 us (S 2.20 us, 1.54x), spread 1.1%, band 1.1% (retest), 1.1% of copy
     //   tokens=128,h=128: not measured; the bracket rule's choice
     //   tokens=255,h=128: not measured; the bracket rule's choice
-    //   tokens=256,h=128: 1.42 us (S 2.29 us, 1.61x), spread 0.3%, band 1.0% (retest), 4.4% of copy
+    //   tokens=256,h=128: 1.48 us (S 2.37 us, 1.61x), spread 1.7%, band 1.7% (retest), 4.2% of copy
     //   tokens=362,h=128: not measured; the bracket rule's choice
     //   tokens=511,h=128: not measured; the bracket rule's choice
-    //   tokens=512,h=128: 1.54 us (S 2.59 us, 1.68x), spread 1.1%, band 1.1% (retest), 8.0% of copy
-    //   tokens=1,h=256: 1.19 us (S 2.08 us, 1.74x), spread 0.4%, band 1.0% (retest), 0.1% of copy
-    //   tokens=2,h=256: 1.22 us (S 2.10 us, 1.71x), spread 1.0%, band 1.0% (retest), 0.1% of copy
-    //   tokens=4,h=256: not measured; the bracket rule's choice
-    //   tokens=7,h=256: not measured; the bracket rule's choice
-    //   tokens=8,h=256: 1.29 us (S 2.06 us, 1.59x), spread 0.3%, band 1.0% (retest), 0.3% of copy
-    //   tokens=11,h=256: not measured; the bracket rule's choice
-    //   tokens=15,h=256: not measured; the bracket rule's choice
-    //   tokens=16,h=256: 1.31 us (S 2.08 us, 1.59x), spread 0.2%, band 1.0% (retest), 0.6% of copy
-    //   tokens=22,h=256: not measured; the bracket rule's choice
-    //   tokens=31,h=256: not measured; the bracket rule's choice
-    //   tokens=32,h=256: 1.35 us (S 2.13 us, 1.58x), spread 0.6%, band 1.0% (retest), 1.2% of copy
-    //   tokens=45,h=256: not measured; the bracket rule's choice
-    //   tokens=63,h=256: not measured; the bracket rule's choice
-    //   tokens=64,h=256: 1.41 us (S 2.15 us, 1.52x), spread 0.3%, band 1.0% (retest), 2.2% of copy
-    //   tokens=128,h=256: not measured; the bracket rule's choice
-    //   tokens=255,h=256: not measured; the bracket rule's choice
-    //   tokens=256,h=256: 1.50 us (S 2.30 us, 1.54x), spread 1.2%, band 1.0% (retest), 8.2% of copy
-    //   tokens=362,h=256: not measured; the bracket rule's choice
-    //   tokens=511,h=256: not measured; the bracket rule's choice
-    //   tokens=512,h=256: 1.66 us (S 2.64 us, 1.59x), spread 0.2%, band 1.0% (retest), 14.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 512, 0, 768, 14, V14::id},
+    //   tokens=512,h=128: 1.58 us (S 2.68 us, 1.69x), spread 1.4%, band 1.4% (retest), 7.8% of copy
     //   tokens=724,h=128: not measured; the bracket rule's choice
     //   tokens=1023,h=128: not measured; the bracket rule's choice
-    //   tokens=1024,h=128: 1.67 us (S 3.28 us, 1.96x), spread 0.2%, band 1.0% (retest), 14.7% of copy
+    //   tokens=1024,h=128: 1.71 us (S 3.32 us, 1.94x), spread 0.2%, band 1.0% (retest), 14.4% of copy
     //   tokens=1448,h=128: not measured; the bracket rule's choice
     //   tokens=2047,h=128: not measured; the bracket rule's choice
-    //   tokens=2048,h=128: 1.88 us (S 4.50 us, 2.39x), spread 0.4%, band 1.0% (retest), 26.2% of copy
+    //   tokens=2048,h=128: 1.94 us (S 4.66 us, 2.40x), spread 0.4%, band 1.0% (retest), 25.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 0, 181, 14, V14::id},
     //   tokens=4096,h=128: not measured; the bracket rule's choice
     //   tokens=8191,h=128: not measured; the bracket rule's choice
-    //   tokens=8192,h=128: 3.64 us (S 12.1 us, 3.34x), spread 0.0%, band 1.0% (retest), 54.1% of copy
+    //   tokens=8192,h=128: 3.69 us (S 12.3 us, 3.32x), spread 0.1%, band 1.0% (retest), 53.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 181, 15, V15::id},
+    //   tokens=1,h=256: 1.24 us (S 2.18 us, 1.76x), spread 0.2%, band 1.0% (retest), 0.1% of copy
+    //   tokens=2,h=256: 1.27 us (S 2.15 us, 1.70x), spread 0.9%, band 1.0% (retest), 0.1% of copy
+    //   tokens=4,h=256: not measured; the bracket rule's choice
+    //   tokens=7,h=256: not measured; the bracket rule's choice
+    //   tokens=8,h=256: 1.35 us (S 2.14 us, 1.58x), spread 0.7%, band 1.0% (retest), 0.3% of copy
+    //   tokens=11,h=256: not measured; the bracket rule's choice
+    //   tokens=15,h=256: not measured; the bracket rule's choice
+    //   tokens=16,h=256: 1.35 us (S 2.14 us, 1.59x), spread 2.5%, band 2.5% (retest), 0.6% of copy
+    //   tokens=22,h=256: not measured; the bracket rule's choice
+    //   tokens=31,h=256: not measured; the bracket rule's choice
+    //   tokens=32,h=256: 1.44 us (S 2.20 us, 1.53x), spread 2.2%, band 2.2% (retest), 1.1% of copy
+    //   tokens=45,h=256: not measured; the bracket rule's choice
+    //   tokens=63,h=256: not measured; the bracket rule's choice
+    //   tokens=64,h=256: 1.45 us (S 2.25 us, 1.55x), spread 3.4%, band 3.4% (retest), 2.1% of copy
+    //   tokens=128,h=256: not measured; the bracket rule's choice
+    //   tokens=255,h=256: not measured; the bracket rule's choice
+    //   tokens=256,h=256: 1.55 us (S 2.40 us, 1.55x), spread 2.6%, band 2.6% (retest), 8.0% of copy
+    //   tokens=362,h=256: not measured; the bracket rule's choice
+    //   tokens=511,h=256: not measured; the bracket rule's choice
+    //   tokens=512,h=256: 1.66 us (S 2.68 us, 1.61x), spread 1.2%, band 1.2% (retest), 14.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 182, 768, 14, V14::id},
     //   tokens=724,h=256: not measured; the bracket rule's choice
     //   tokens=1023,h=256: not measured; the bracket rule's choice
-    //   tokens=1024,h=256: 1.81 us (S 3.27 us, 1.81x), spread 0.7%, band 1.0% (retest), 27.3% of copy
+    //   tokens=1024,h=256: 1.85 us (S 3.42 us, 1.85x), spread 0.3%, band 1.0% (retest), 26.7% of copy
     //   tokens=1448,h=256: not measured; the bracket rule's choice
     //   tokens=2047,h=256: not measured; the bracket rule's choice
-    //   tokens=2048,h=256: 2.30 us (S 4.70 us, 2.04x), spread 1.0%, band 1.0% (retest), 42.8% of copy
+    //   tokens=2048,h=256: 2.38 us (S 4.80 us, 2.02x), spread 0.3%, band 1.0% (retest), 41.6% of copy
     //   tokens=4096,h=256: not measured; the bracket rule's choice
     //   tokens=8191,h=256: not measured; the bracket rule's choice
-    //   tokens=8192,h=256: 5.47 us (S 12.4 us, 2.28x), spread 0.4%, band 1.0% (retest), 72.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 768, 15, V15::id},
-    //   tokens=1,h=2304: 1.55 us (S 2.24 us, 1.45x), spread 0.4%, band 1.0% (retest), 0.4% of copy
-    //   tokens=2,h=2304: 1.57 us (S 2.20 us, 1.40x), spread 2.0%, band 1.7% (retest), 0.7% of copy
+    //   tokens=8192,h=256: 5.53 us (S 12.6 us, 2.28x), spread 0.1%, band 1.0% (retest), 71.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 182, 768, 15, V15::id},
+    //   tokens=1,h=2304: 1.62 us (S 2.31 us, 1.43x), spread 1.1%, band 1.4% (retest), 0.4% of copy
+    //   tokens=2,h=2304: 1.63 us (S 2.29 us, 1.40x), spread 0.8%, band 1.8% (retest), 0.7% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2, 769, 2660, 16, V16::id},
     //   tokens=4,h=2304: not measured; the bracket rule's choice
     //   tokens=7,h=2304: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 7, 769, 2660, 0, V0::id},
-    //   tokens=8,h=2304: 1.60 us (S 2.23 us, 1.40x), spread 0.7%, band 1.0% (retest), 2.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 7, 769, 2660, 17, V17::id},
+    //   tokens=8,h=2304: 1.68 us (S 2.30 us, 1.37x), spread 1.0%, band 1.0% (retest), 2.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8, 769, 2660, 16, V16::id},
     //   tokens=11,h=2304: not measured; the bracket rule's choice
     //   tokens=15,h=2304: not measured; the bracket rule's choice
-    //   tokens=16,h=2304: 1.64 us (S 2.26 us, 1.38x), spread 0.7%, band 1.0% (retest), 4.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 769, 2660, 16, V16::id},
+    //   tokens=16,h=2304: 1.70 us (S 2.33 us, 1.37x), spread 0.4%, band 1.0% (retest), 4.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 16, 769, 2660, 0, V0::id},
     //   tokens=22,h=2304: not measured; the bracket rule's choice
     //   tokens=31,h=2304: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 31, 769, 2660, 0, V0::id},
-    //   tokens=32,h=2304: 1.70 us (S 2.31 us, 1.36x), spread 0.4%, band 1.0% (retest), 8.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 32, 769, 2660, 16, V16::id},
+    //   tokens=32,h=2304: 1.73 us (S 2.36 us, 1.36x), spread 0.3%, band 1.0% (retest), 8.2% of copy
     //   tokens=45,h=2304: not measured; the bracket rule's choice
     //   tokens=63,h=2304: not measured; the bracket rule's choice
-    //   tokens=64,h=2304: 1.82 us (S 2.45 us, 1.35x), spread 0.3%, band 1.0% (retest), 15.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 769, 2660, 0, V0::id},
+    //   tokens=64,h=2304: 1.86 us (S 2.48 us, 1.34x), spread 0.7%, band 1.0% (retest), 15.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 769, 2660, 17, V17::id},
     //   tokens=128,h=2304: not measured; the bracket rule's choice
     //   tokens=255,h=2304: not measured; the bracket rule's choice
-    //   tokens=256,h=2304: 2.75 us (S 3.18 us, 1.16x), spread 0.0%, band 1.0% (retest), 40.4% of copy
+    //   tokens=256,h=2304: 2.77 us (S 3.22 us, 1.17x), spread 0.6%, band 1.0% (retest), 40.3% of copy
     //   tokens=362,h=2304: not measured; the bracket rule's choice
     //   tokens=511,h=2304: not measured; the bracket rule's choice
-    //   tokens=512,h=2304: 3.61 us (S 5.30 us, 1.47x), spread 0.3%, band 1.0% (retest), 61.5% of copy
+    //   tokens=512,h=2304: 3.64 us (S 5.38 us, 1.48x), spread 0.2%, band 1.0% (retest), 61.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 512, 769, 2660, 2, V2::id},
     //   tokens=724,h=2304: not measured; the bracket rule's choice
     //   tokens=1023,h=2304: not measured; the bracket rule's choice
-    //   tokens=1024,h=2304: 5.93 us (S 9.39 us, 1.58x), spread 0.2%, band 1.0% (retest), 74.7% of copy
+    //   tokens=1024,h=2304: 6.02 us (S 9.61 us, 1.60x), spread 1.2%, band 1.2% (retest), 74.0% of copy
     //   tokens=1448,h=2304: not measured; the bracket rule's choice
     //   tokens=2047,h=2304: not measured; the bracket rule's choice
-    //   tokens=2048,h=2304: 10.7 us (S 17.5 us, 1.63x), spread 0.2%, band 1.0% (retest), 82.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 769, 2660, 17, V17::id},
+    //   tokens=2048,h=2304: 10.8 us (S 17.7 us, 1.64x), spread 0.5%, band 1.0% (retest), 82.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 769, 2660, 16, V16::id},
     //   tokens=4096,h=2304: not measured; the bracket rule's choice
     //   tokens=8191,h=2304: not measured; the bracket rule's choice
-    //   tokens=8192,h=2304: 37.5 us (S 64.8 us, 1.73x), spread 0.2%, band 1.0% (retest), 94.6% of copy
+    //   tokens=8192,h=2304: 37.8 us (S 65.8 us, 1.74x), spread 0.0%, band 1.0% (retest), 94.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 769, 2660, 18, V18::id},
-    //   tokens=1,h=3072: 1.54 us (S 2.31 us, 1.50x), spread 1.0%, band 1.0% (retest), 0.6% of copy
-    //   tokens=2,h=3072: 1.57 us (S 2.32 us, 1.48x), spread 2.5%, band 2.5% (retest), 0.9% of copy
+    //   tokens=1,h=3072: 1.62 us (S 2.41 us, 1.49x), spread 1.4%, band 1.4% (retest), 0.5% of copy
+    //   tokens=2,h=3072: 1.65 us (S 2.38 us, 1.44x), spread 0.6%, band 1.0% (retest), 0.9% of copy
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.62 us (S 2.33 us, 1.44x), spread 0.6%, band 1.0% (retest), 3.0% of copy
+    //   tokens=8,h=3072: 1.68 us (S 2.40 us, 1.43x), spread 0.5%, band 1.0% (retest), 2.9% of copy
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
-    //   tokens=16,h=3072: 1.65 us (S 2.35 us, 1.43x), spread 1.7%, band 1.7% (retest), 5.8% of copy
+    //   tokens=16,h=3072: 1.71 us (S 2.41 us, 1.41x), spread 0.8%, band 1.0% (retest), 5.6% of copy
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
-    //   tokens=32,h=3072: 1.76 us (S 2.45 us, 1.40x), spread 1.2%, band 1.2% (retest), 10.7% of copy
+    //   tokens=32,h=3072: 1.78 us (S 2.46 us, 1.39x), spread 0.3%, band 1.0% (retest), 10.6% of copy
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    //   tokens=64,h=3072: 1.91 us (S 2.60 us, 1.36x), spread 1.6%, band 1.6% (retest), 19.5% of copy
+    //   tokens=64,h=3072: 1.93 us (S 2.62 us, 1.36x), spread 0.4%, band 1.0% (retest), 19.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 2661, 3318, 0, V0::id},
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 255, 2661, 3318, 19, V19::id},
-    //   tokens=256,h=3072: 3.25 us (S 3.57 us, 1.10x), spread 0.3%, band 1.0% (retest), 45.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 2661, 3318, 16, V16::id},
+    //   tokens=256,h=3072: 3.28 us (S 3.65 us, 1.11x), spread 0.8%, band 1.0% (retest), 45.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 2661, 3318, 17, V17::id},
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
-    //   tokens=512,h=3072: 4.28 us (S 6.10 us, 1.42x), spread 0.1%, band 1.0% (retest), 69.0% of copy
+    //   tokens=512,h=3072: 4.36 us (S 6.21 us, 1.42x), spread 0.7%, band 1.0% (retest), 68.1% of copy
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
-    //   tokens=1024,h=3072: 7.44 us (S 11.0 us, 1.48x), spread 0.4%, band 1.0% (retest), 79.4% of copy
+    //   tokens=1024,h=3072: 7.49 us (S 11.2 us, 1.49x), spread 0.2%, band 1.0% (retest), 79.3% of copy
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    //   tokens=2048,h=3072: 13.4 us (S 20.6 us, 1.53x), spread 0.2%, band 1.0% (retest), 88.0% of copy
+    //   tokens=2048,h=3072: 13.5 us (S 20.7 us, 1.53x), spread 0.4%, band 1.0% (retest), 87.7% of copy
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    //   tokens=8192,h=3072: 49.5 us (S 76.1 us, 1.54x), spread 0.2%, band 1.0% (retest), 95.6% of copy
+    //   tokens=8192,h=3072: 49.9 us (S 77.4 us, 1.55x), spread 0.3%, band 1.0% (retest), 95.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 2661, 3318, 2, V2::id},
-    //   tokens=1,h=3584: 1.56 us (S 2.38 us, 1.52x), spread 0.8%, band 1.0% (retest), 0.6% of copy
-    //   tokens=2,h=3584: 1.58 us (S 2.36 us, 1.49x), spread 0.5%, band 1.0% (retest), 1.1% of copy
+    //   tokens=1,h=3584: 1.62 us (S 2.45 us, 1.51x), spread 1.9%, band 1.9% (retest), 0.6% of copy
+    //   tokens=2,h=3584: 1.65 us (S 2.45 us, 1.48x), spread 1.2%, band 1.2% (retest), 1.0% of copy
     //   tokens=4,h=3584: not measured; the bracket rule's choice
     //   tokens=7,h=3584: not measured; the bracket rule's choice
-    //   tokens=8,h=3584: 1.63 us (S 2.39 us, 1.47x), spread 0.2%, band 1.0% (retest), 3.5% of copy
+    //   tokens=8,h=3584: 1.68 us (S 2.46 us, 1.46x), spread 0.6%, band 1.0% (retest), 3.4% of copy
     //   tokens=11,h=3584: not measured; the bracket rule's choice
     //   tokens=15,h=3584: not measured; the bracket rule's choice
-    //   tokens=16,h=3584: 1.65 us (S 2.39 us, 1.45x), spread 0.9%, band 1.0% (retest), 6.7% of copy
+    //   tokens=16,h=3584: 1.72 us (S 2.48 us, 1.44x), spread 2.1%, band 2.1% (retest), 6.5% of copy
     //   tokens=22,h=3584: not measured; the bracket rule's choice
     //   tokens=31,h=3584: not measured; the bracket rule's choice
-    //   tokens=32,h=3584: 1.78 us (S 2.53 us, 1.42x), spread 0.7%, band 1.0% (retest), 12.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 32, 3319, 4063, 0, V0::id},
+    //   tokens=32,h=3584: 1.80 us (S 2.53 us, 1.41x), spread 0.7%, band 1.0% (retest), 12.2% of copy
     //   tokens=45,h=3584: not measured; the bracket rule's choice
     //   tokens=63,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 63, 3319, 4063, 4, V4::id},
-    //   tokens=64,h=3584: 2.01 us (S 2.71 us, 1.35x), spread 0.3%, band 1.0% (retest), 21.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 3319, 4063, 1, V1::id},
+    //   tokens=64,h=3584: 2.02 us (S 2.74 us, 1.35x), spread 0.7%, band 1.0% (retest), 21.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 3319, 4063, 0, V0::id},
     //   tokens=128,h=3584: not measured; the bracket rule's choice
     //   tokens=255,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 255, 3319, 4063, 2, V2::id},
-    //   tokens=256,h=3584: 3.49 us (S 5.14 us, 1.47x), spread 0.3%, band 1.0% (retest), 49.5% of copy
+    //   tokens=256,h=3584: 3.51 us (S 5.25 us, 1.50x), spread 0.9%, band 1.0% (retest), 49.4% of copy
     //   tokens=362,h=3584: not measured; the bracket rule's choice
     //   tokens=511,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 3319, 4063, 17, V17::id},
-    //   tokens=512,h=3584: 5.02 us (S 9.09 us, 1.81x), spread 0.4%, band 1.0% (retest), 68.7% of copy
+    //   tokens=512,h=3584: 5.10 us (S 9.25 us, 1.81x), spread 0.9%, band 1.0% (retest), 67.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 3319, 4063, 16, V16::id},
     //   tokens=724,h=3584: not measured; the bracket rule's choice
     //   tokens=1023,h=3584: not measured; the bracket rule's choice
-    //   tokens=1024,h=3584: 8.63 us (S 16.8 us, 1.95x), spread 0.2%, band 1.0% (retest), 79.9% of copy
+    //   tokens=1024,h=3584: 8.70 us (S 17.1 us, 1.97x), spread 0.4%, band 1.0% (retest), 79.6% of copy
     //   tokens=1448,h=3584: not measured; the bracket rule's choice
     //   tokens=2047,h=3584: not measured; the bracket rule's choice
-    //   tokens=2048,h=3584: 15.6 us (S 32.5 us, 2.08x), spread 0.6%, band 1.0% (retest), 88.5% of copy
+    //   tokens=2048,h=3584: 15.7 us (S 33.1 us, 2.10x), spread 0.1%, band 1.0% (retest), 88.0% of copy
     //   tokens=4096,h=3584: not measured; the bracket rule's choice
     //   tokens=8191,h=3584: not measured; the bracket rule's choice
-    //   tokens=8192,h=3584: 57.7 us (S 123 us, 2.13x), spread 0.1%, band 1.0% (retest), 95.7% of copy
+    //   tokens=8192,h=3584: 58.1 us (S 125 us, 2.15x), spread 0.5%, band 1.0% (retest), 95.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 3319, 4063, 18, V18::id},
-    //   tokens=1,h=4608: 1.59 us (S 3.00 us, 1.89x), spread 0.4%, band 1.0% (retest), 0.8% of copy
-    //   tokens=2,h=4608: 1.61 us (S 2.93 us, 1.83x), spread 1.3%, band 1.3% (retest), 1.3% of copy
+    //   tokens=1,h=4608: 1.67 us (S 3.08 us, 1.84x), spread 2.3%, band 2.3% (retest), 0.8% of copy
+    //   tokens=2,h=4608: 1.69 us (S 3.07 us, 1.82x), spread 0.8%, band 1.0% (retest), 1.3% of copy
     //   tokens=4,h=4608: not measured; the bracket rule's choice
     //   tokens=7,h=4608: not measured; the bracket rule's choice
-    //   tokens=8,h=4608: 1.66 us (S 2.92 us, 1.76x), spread 1.3%, band 1.0% (retest), 4.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 8, 4064, INT64_MAX, 1, V1::id},
+    //   tokens=8,h=4608: 1.72 us (S 3.03 us, 1.76x), spread 1.2%, band 1.2% (retest), 4.3% of copy
     //   tokens=11,h=4608: not measured; the bracket rule's choice
     //   tokens=15,h=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 15, 4064, INT64_MAX, 4, V4::id},
-    //   tokens=16,h=4608: 1.72 us (S 2.98 us, 1.74x), spread 0.9%, band 1.0% (retest), 8.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 4064, INT64_MAX, 1, V1::id},
+    //   tokens=16,h=4608: 1.75 us (S 3.03 us, 1.73x), spread 0.5%, band 1.0% (retest), 8.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 16, 4064, INT64_MAX, 0, V0::id},
     //   tokens=22,h=4608: not measured; the bracket rule's choice
     //   tokens=31,h=4608: not measured; the bracket rule's choice
-    //   tokens=32,h=4608: 1.84 us (S 3.12 us, 1.69x), spread 0.5%, band 1.0% (retest), 15.3% of copy
+    //   tokens=32,h=4608: 1.87 us (S 3.15 us, 1.69x), spread 0.5%, band 1.0% (retest), 15.1% of copy
     //   tokens=45,h=4608: not measured; the bracket rule's choice
     //   tokens=63,h=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 63, 4064, INT64_MAX, 4, V4::id},
-    //   tokens=64,h=4608: 2.18 us (S 3.32 us, 1.52x), spread 0.7%, band 1.0% (retest), 25.6% of copy
+    //   tokens=64,h=4608: 2.18 us (S 3.38 us, 1.55x), spread 0.4%, band 1.0% (retest), 25.8% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 4064, INT64_MAX, 1, V1::id},
     //   tokens=128,h=4608: not measured; the bracket rule's choice
     //   tokens=255,h=4608: not measured; the bracket rule's choice
-    //   tokens=256,h=4608: 3.84 us (S 6.48 us, 1.69x), spread 0.9%, band 1.0% (retest), 57.8% of copy
+    //   tokens=256,h=4608: 3.90 us (S 6.64 us, 1.70x), spread 0.5%, band 1.0% (retest), 57.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 256, 4064, INT64_MAX, 2, V2::id},
     //   tokens=362,h=4608: not measured; the bracket rule's choice
     //   tokens=511,h=4608: not measured; the bracket rule's choice
-    //   tokens=512,h=4608: 6.04 us (S 11.4 us, 1.88x), spread 0.5%, band 1.0% (retest), 73.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 512, 4064, INT64_MAX, 17, V17::id},
+    //   tokens=512,h=4608: 6.10 us (S 11.7 us, 1.91x), spread 0.8%, band 1.0% (retest), 73.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 4064, INT64_MAX, 16, V16::id},
     //   tokens=724,h=4608: not measured; the bracket rule's choice
     //   tokens=1023,h=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 1023, 4064, INT64_MAX, 20, V20::id},
-    //   tokens=1024,h=4608: 10.7 us (S 21.1 us, 1.97x), spread 0.6%, band 1.0% (retest), 82.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 4064, INT64_MAX, 17, V17::id},
+    //   tokens=1024,h=4608: 10.7 us (S 21.5 us, 2.01x), spread 0.1%, band 1.0% (retest), 83.2% of copy
     //   tokens=1448,h=4608: not measured; the bracket rule's choice
     //   tokens=2047,h=4608: not measured; the bracket rule's choice
-    //   tokens=2048,h=4608: 19.6 us (S 40.6 us, 2.07x), spread 0.2%, band 1.0% (retest), 90.4% of copy
+    //   tokens=2048,h=4608: 19.8 us (S 41.3 us, 2.08x), spread 0.5%, band 1.0% (retest), 89.8% of copy
     //   tokens=4096,h=4608: not measured; the bracket rule's choice
     //   tokens=8191,h=4608: not measured; the bracket rule's choice
-    //   tokens=8192,h=4608: 73.5 us (S 155 us, 2.10x), spread 0.4%, band 1.0% (retest), 96.6% of copy
+    //   tokens=8192,h=4608: 74.1 us (S 157 us, 2.13x), spread 0.5%, band 1.0% (retest), 96.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 4064, INT64_MAX, 18, V18::id},
     // NVIDIA H200 (sm_90), fp16
-    //   tokens=1,h=128: 1.13 us (S 2.12 us, 1.88x), spread 0.4%, band 1.0% (retest), 0.0% of copy
-    //   tokens=2,h=128: 1.12 us (S 2.12 us, 1.89x), spread 0.5%, band 1.0% (retest), 0.0% of copy
+    //   tokens=1,h=128: 1.19 us (S 2.18 us, 1.83x), spread 0.0%, band 1.0% (retest), 0.0% of copy
+    //   tokens=2,h=128: 1.19 us (S 2.18 us, 1.84x), spread 0.5%, band 1.0% (retest), 0.0% of copy
     //   tokens=4,h=128: not measured; the bracket rule's choice
     //   tokens=7,h=128: not measured; the bracket rule's choice
-    //   tokens=8,h=128: 1.18 us (S 2.11 us, 1.79x), spread 0.6%, band 1.0% (retest), 0.1% of copy
+    //   tokens=8,h=128: 1.22 us (S 2.18 us, 1.78x), spread 1.0%, band 1.0% (retest), 0.1% of copy
     //   tokens=11,h=128: not measured; the bracket rule's choice
     //   tokens=15,h=128: not measured; the bracket rule's choice
-    //   tokens=16,h=128: 1.19 us (S 2.13 us, 1.79x), spread 0.4%, band 1.0% (retest), 0.2% of copy
+    //   tokens=16,h=128: 1.23 us (S 2.19 us, 1.78x), spread 0.6%, band 1.0% (retest), 0.2% of copy
     //   tokens=22,h=128: not measured; the bracket rule's choice
     //   tokens=31,h=128: not measured; the bracket rule's choice
-    //   tokens=32,h=128: 1.25 us (S 2.11 us, 1.68x), spread 0.3%, band 1.0% (retest), 0.3% of copy
+    //   tokens=32,h=128: 1.30 us (S 2.18 us, 1.67x), spread 1.5%, band 1.5% (retest), 0.3% of copy
     //   tokens=45,h=128: not measured; the bracket rule's choice
     //   tokens=63,h=128: not measured; the bracket rule's choice
-    //   tokens=64,h=128: 1.28 us (S 2.13 us, 1.67x), spread 1.6%, band 1.6% (retest), 0.6% of copy
+    //   tokens=64,h=128: 1.34 us (S 2.19 us, 1.64x), spread 2.3%, band 2.3% (retest), 0.6% of copy
     //   tokens=128,h=128: not measured; the bracket rule's choice
     //   tokens=255,h=128: not measured; the bracket rule's choice
-    //   tokens=256,h=128: 1.37 us (S 2.33 us, 1.70x), spread 0.8%, band 1.0% (retest), 2.3% of copy
+    //   tokens=256,h=128: 1.41 us (S 2.39 us, 1.69x), spread 2.1%, band 2.1% (retest), 2.2% of copy
     //   tokens=362,h=128: not measured; the bracket rule's choice
     //   tokens=511,h=128: not measured; the bracket rule's choice
-    //   tokens=512,h=128: 1.39 us (S 2.66 us, 1.91x), spread 0.0%, band 1.0% (retest), 4.4% of copy
+    //   tokens=512,h=128: 1.44 us (S 2.73 us, 1.89x), spread 2.0%, band 2.0% (retest), 4.3% of copy
     //   tokens=724,h=128: not measured; the bracket rule's choice
     //   tokens=1023,h=128: not measured; the bracket rule's choice
-    //   tokens=1024,h=128: 1.48 us (S 3.33 us, 2.25x), spread 0.3%, band 1.0% (retest), 8.3% of copy
+    //   tokens=1024,h=128: 1.54 us (S 3.41 us, 2.22x), spread 0.7%, band 1.0% (retest), 8.1% of copy
     //   tokens=1448,h=128: not measured; the bracket rule's choice
     //   tokens=2047,h=128: not measured; the bracket rule's choice
-    //   tokens=2048,h=128: 1.69 us (S 4.60 us, 2.73x), spread 0.4%, band 1.0% (retest), 14.6% of copy
+    //   tokens=2048,h=128: 1.69 us (S 4.71 us, 2.78x), spread 0.1%, band 1.0% (retest), 14.6% of copy
     //   tokens=4096,h=128: not measured; the bracket rule's choice
     //   tokens=8191,h=128: not measured; the bracket rule's choice
-    //   tokens=8192,h=128: 3.06 us (S 12.0 us, 3.92x), spread 0.6%, band 1.0% (retest), 32.2% of copy
-    //   tokens=1,h=256: 1.13 us (S 2.14 us, 1.90x), spread 0.4%, band 1.0% (retest), 0.0% of copy
-    //   tokens=2,h=256: 1.16 us (S 2.15 us, 1.85x), spread 0.5%, band 1.0% (retest), 0.1% of copy
+    //   tokens=8192,h=128: 3.09 us (S 12.1 us, 3.91x), spread 0.6%, band 1.0% (retest), 32.0% of copy
+    //   tokens=1,h=256: 1.20 us (S 2.21 us, 1.85x), spread 0.2%, band 1.0% (retest), 0.0% of copy
+    //   tokens=2,h=256: 1.20 us (S 2.24 us, 1.86x), spread 2.0%, band 2.0% (retest), 0.1% of copy
     //   tokens=4,h=256: not measured; the bracket rule's choice
     //   tokens=7,h=256: not measured; the bracket rule's choice
-    //   tokens=8,h=256: 1.20 us (S 2.12 us, 1.76x), spread 1.6%, band 1.6% (retest), 0.2% of copy
+    //   tokens=8,h=256: 1.24 us (S 2.21 us, 1.78x), spread 0.4%, band 1.0% (retest), 0.2% of copy
     //   tokens=11,h=256: not measured; the bracket rule's choice
     //   tokens=15,h=256: not measured; the bracket rule's choice
-    //   tokens=16,h=256: 1.22 us (S 2.14 us, 1.75x), spread 0.1%, band 1.0% (retest), 0.3% of copy
+    //   tokens=16,h=256: 1.28 us (S 2.20 us, 1.73x), spread 0.5%, band 1.0% (retest), 0.3% of copy
     //   tokens=22,h=256: not measured; the bracket rule's choice
     //   tokens=31,h=256: not measured; the bracket rule's choice
-    //   tokens=32,h=256: 1.27 us (S 2.14 us, 1.69x), spread 0.5%, band 1.0% (retest), 0.6% of copy
+    //   tokens=32,h=256: 1.34 us (S 2.22 us, 1.66x), spread 2.6%, band 2.6% (retest), 0.6% of copy
     //   tokens=45,h=256: not measured; the bracket rule's choice
     //   tokens=63,h=256: not measured; the bracket rule's choice
-    //   tokens=64,h=256: 1.32 us (S 2.17 us, 1.65x), spread 1.3%, band 1.3% (retest), 1.2% of copy
+    //   tokens=64,h=256: 1.38 us (S 2.23 us, 1.61x), spread 5.8%, band 5.8% (retest), 1.1% of copy
     //   tokens=128,h=256: not measured; the bracket rule's choice
     //   tokens=255,h=256: not measured; the bracket rule's choice
-    //   tokens=256,h=256: 1.37 us (S 2.33 us, 1.70x), spread 0.7%, band 1.0% (retest), 4.5% of copy
+    //   tokens=256,h=256: 1.40 us (S 2.42 us, 1.72x), spread 2.2%, band 2.2% (retest), 4.4% of copy
     //   tokens=362,h=256: not measured; the bracket rule's choice
     //   tokens=511,h=256: not measured; the bracket rule's choice
-    //   tokens=512,h=256: 1.45 us (S 2.67 us, 1.83x), spread 1.4%, band 1.4% (retest), 8.5% of copy
+    //   tokens=512,h=256: 1.50 us (S 2.74 us, 1.83x), spread 1.8%, band 1.8% (retest), 8.2% of copy
     //   tokens=724,h=256: not measured; the bracket rule's choice
     //   tokens=1023,h=256: not measured; the bracket rule's choice
-    //   tokens=1024,h=256: 1.60 us (S 3.33 us, 2.08x), spread 0.9%, band 1.0% (retest), 15.4% of copy
+    //   tokens=1024,h=256: 1.61 us (S 3.41 us, 2.12x), spread 0.3%, band 1.0% (retest), 15.4% of copy
     //   tokens=1448,h=256: not measured; the bracket rule's choice
     //   tokens=2047,h=256: not measured; the bracket rule's choice
-    //   tokens=2048,h=256: 1.90 us (S 4.56 us, 2.40x), spread 0.5%, band 1.0% (retest), 26.0% of copy
+    //   tokens=2048,h=256: 1.87 us (S 4.74 us, 2.53x), spread 0.1%, band 1.0% (retest), 26.4% of copy
     //   tokens=4096,h=256: not measured; the bracket rule's choice
     //   tokens=8191,h=256: not measured; the bracket rule's choice
-    //   tokens=8192,h=256: 3.72 us (S 12.2 us, 3.28x), spread 0.3%, band 1.0% (retest), 52.9% of copy
+    //   tokens=8192,h=256: 3.77 us (S 12.3 us, 3.27x), spread 0.4%, band 1.0% (retest), 52.4% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 768, 21, V21::id},
-    //   tokens=1,h=2304: 1.44 us (S 2.22 us, 1.54x), spread 0.6%, band 1.0% (retest), 0.2% of copy
-    //   tokens=2,h=2304: 1.45 us (S 2.19 us, 1.51x), spread 0.4%, band 1.0% (retest), 0.4% of copy
+    //   tokens=1,h=2304: 1.54 us (S 2.29 us, 1.49x), spread 0.7%, band 2.7% (retest), 0.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1, 769, 2660, 22, V22::id},
+    //   tokens=2,h=2304: 1.51 us (S 2.27 us, 1.50x), spread 2.6%, band 2.6% (retest), 0.4% of copy
     //   tokens=4,h=2304: not measured; the bracket rule's choice
     //   tokens=7,h=2304: not measured; the bracket rule's choice
-    //   tokens=8,h=2304: 1.53 us (S 2.18 us, 1.42x), spread 1.1%, band 1.7% (retest), 1.2% of copy
+    //   tokens=8,h=2304: 1.60 us (S 2.25 us, 1.41x), spread 0.6%, band 1.0% (retest), 1.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 8, 769, 2660, 5, V5::id},
     //   tokens=11,h=2304: not measured; the bracket rule's choice
     //   tokens=15,h=2304: not measured; the bracket rule's choice
-    //   tokens=16,h=2304: 1.58 us (S 2.22 us, 1.40x), spread 0.9%, band 1.0% (retest), 2.3% of copy
+    //   tokens=16,h=2304: 1.64 us (S 2.30 us, 1.40x), spread 1.0%, band 1.0% (retest), 2.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 16, 769, 2660, 22, V22::id},
     //   tokens=22,h=2304: not measured; the bracket rule's choice
     //   tokens=31,h=2304: not measured; the bracket rule's choice
-    //   tokens=32,h=2304: 1.60 us (S 2.23 us, 1.40x), spread 0.5%, band 1.0% (retest), 4.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 769, 2660, 5, V5::id},
+    //   tokens=32,h=2304: 1.66 us (S 2.32 us, 1.39x), spread 0.9%, band 1.0% (retest), 4.3% of copy
     //   tokens=45,h=2304: not measured; the bracket rule's choice
     //   tokens=63,h=2304: not measured; the bracket rule's choice
-    //   tokens=64,h=2304: 1.66 us (S 2.31 us, 1.39x), spread 0.9%, band 1.0% (retest), 8.4% of copy
+    //   tokens=64,h=2304: 1.69 us (S 2.33 us, 1.38x), spread 0.3%, band 1.0% (retest), 8.3% of copy
     //   tokens=128,h=2304: not measured; the bracket rule's choice
     //   tokens=255,h=2304: not measured; the bracket rule's choice
-    //   tokens=256,h=2304: 2.19 us (S 2.64 us, 1.21x), spread 0.8%, band 1.0% (retest), 25.4% of copy
+    //   tokens=256,h=2304: 2.15 us (S 2.71 us, 1.27x), spread 0.8%, band 1.0% (retest), 26.0% of copy
     //   tokens=362,h=2304: not measured; the bracket rule's choice
     //   tokens=511,h=2304: not measured; the bracket rule's choice
-    //   tokens=512,h=2304: 2.78 us (S 3.22 us, 1.16x), spread 0.6%, band 1.0% (retest), 39.9% of copy
+    //   tokens=512,h=2304: 2.81 us (S 3.28 us, 1.17x), spread 0.5%, band 1.0% (retest), 39.7% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 769, 2660, 22, V22::id},
     //   tokens=724,h=2304: not measured; the bracket rule's choice
     //   tokens=1023,h=2304: not measured; the bracket rule's choice
-    //   tokens=1024,h=2304: 3.85 us (S 5.30 us, 1.38x), spread 0.4%, band 1.0% (retest), 57.6% of copy
+    //   tokens=1024,h=2304: 3.88 us (S 5.39 us, 1.39x), spread 0.3%, band 1.0% (retest), 57.3% of copy
     //   tokens=1448,h=2304: not measured; the bracket rule's choice
     //   tokens=2047,h=2304: not measured; the bracket rule's choice
-    //   tokens=2048,h=2304: 6.02 us (S 8.77 us, 1.46x), spread 0.3%, band 1.0% (retest), 73.6% of copy
+    //   tokens=2048,h=2304: 6.12 us (S 8.89 us, 1.45x), spread 0.2%, band 1.0% (retest), 72.8% of copy
     //   tokens=4096,h=2304: not measured; the bracket rule's choice
     //   tokens=8191,h=2304: not measured; the bracket rule's choice
-    //   tokens=8192,h=2304: 20.0 us (S 28.6 us, 1.43x), spread 0.5%, band 1.0% (retest), 88.5% of copy
+    //   tokens=8192,h=2304: 20.2 us (S 28.9 us, 1.43x), spread 0.3%, band 1.0% (retest), 88.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 769, 2660, 6, V6::id},
-    //   tokens=1,h=3072: 1.46 us (S 2.25 us, 1.54x), spread 0.6%, band 1.0% (retest), 0.3% of copy
-    //   tokens=2,h=3072: 1.48 us (S 2.24 us, 1.52x), spread 0.6%, band 1.0% (retest), 0.5% of copy
+    //   tokens=1,h=3072: 1.51 us (S 2.32 us, 1.54x), spread 0.9%, band 1.0% (retest), 0.3% of copy
+    //   tokens=2,h=3072: 1.53 us (S 2.30 us, 1.50x), spread 0.5%, band 1.0% (retest), 0.5% of copy
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.55 us (S 2.22 us, 1.43x), spread 1.4%, band 1.0% (retest), 1.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 8, 2661, 3318, 5, V5::id},
+    //   tokens=8,h=3072: 1.61 us (S 2.31 us, 1.44x), spread 0.7%, band 1.0% (retest), 1.5% of copy
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 15, 2661, 3318, 8, V8::id},
-    //   tokens=16,h=3072: 1.56 us (S 2.24 us, 1.44x), spread 0.6%, band 1.0% (retest), 3.0% of copy
+    //   tokens=16,h=3072: 1.61 us (S 2.33 us, 1.45x), spread 1.7%, band 1.7% (retest), 3.0% of copy
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
-    //   tokens=32,h=3072: 1.61 us (S 2.30 us, 1.43x), spread 0.5%, band 1.0% (retest), 5.8% of copy
+    //   tokens=32,h=3072: 1.66 us (S 2.37 us, 1.43x), spread 0.4%, band 1.0% (retest), 5.7% of copy
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    //   tokens=64,h=3072: 1.73 us (S 2.39 us, 1.38x), spread 0.6%, band 1.0% (retest), 10.7% of copy
+    //   tokens=64,h=3072: 1.72 us (S 2.42 us, 1.40x), spread 1.6%, band 1.6% (retest), 10.9% of copy
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
-    //   tokens=256,h=3072: 2.37 us (S 2.87 us, 1.21x), spread 0.9%, band 1.0% (retest), 31.2% of copy
+    //   tokens=256,h=3072: 2.44 us (S 2.90 us, 1.19x), spread 1.4%, band 1.4% (retest), 30.5% of copy
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
-    //   tokens=512,h=3072: 3.17 us (S 3.60 us, 1.14x), spread 0.2%, band 1.0% (retest), 46.7% of copy
+    //   tokens=512,h=3072: 3.23 us (S 3.69 us, 1.14x), spread 1.0%, band 1.0% (retest), 46.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 2661, 3318, 5, V5::id},
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 1023, 2661, 3318, 22, V22::id},
-    //   tokens=1024,h=3072: 4.56 us (S 6.09 us, 1.34x), spread 0.3%, band 1.0% (retest), 64.8% of copy
+    //   tokens=1024,h=3072: 4.66 us (S 6.19 us, 1.33x), spread 0.9%, band 1.0% (retest), 63.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 2661, 3318, 22, V22::id},
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    //   tokens=2048,h=3072: 7.56 us (S 10.8 us, 1.43x), spread 0.3%, band 1.0% (retest), 78.2% of copy
+    //   tokens=2048,h=3072: 7.62 us (S 11.0 us, 1.44x), spread 0.7%, band 1.0% (retest), 77.9% of copy
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    //   tokens=8192,h=3072: 26.2 us (S 37.0 us, 1.41x), spread 0.6%, band 1.0% (retest), 90.3% of copy
+    //   tokens=8192,h=3072: 26.3 us (S 37.5 us, 1.42x), spread 0.2%, band 1.0% (retest), 90.1% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 2661, 3318, 6, V6::id},
-    //   tokens=1,h=3584: 1.48 us (S 2.24 us, 1.52x), spread 0.5%, band 1.0% (retest), 0.3% of copy
-    //   tokens=2,h=3584: 1.48 us (S 2.26 us, 1.53x), spread 0.9%, band 1.0% (retest), 0.6% of copy
+    //   tokens=1,h=3584: 1.54 us (S 2.32 us, 1.51x), spread 0.6%, band 1.0% (retest), 0.3% of copy
+    //   tokens=2,h=3584: 1.54 us (S 2.32 us, 1.51x), spread 3.2%, band 3.2% (retest), 0.6% of copy
     //   tokens=4,h=3584: not measured; the bracket rule's choice
     //   tokens=7,h=3584: not measured; the bracket rule's choice
-    //   tokens=8,h=3584: 1.57 us (S 2.25 us, 1.43x), spread 1.3%, band 1.7% (retest), 1.8% of copy
+    //   tokens=8,h=3584: 1.62 us (S 2.34 us, 1.44x), spread 0.7%, band 1.3% (retest), 1.8% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 8, 3319, 4063, 5, V5::id},
     //   tokens=11,h=3584: not measured; the bracket rule's choice
     //   tokens=15,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 15, 3319, 4063, 8, V8::id},
-    //   tokens=16,h=3584: 1.59 us (S 2.29 us, 1.45x), spread 1.0%, band 1.0% (retest), 3.5% of copy
+    //   tokens=16,h=3584: 1.64 us (S 2.36 us, 1.43x), spread 1.0%, band 1.5% (retest), 3.4% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 16, 3319, 4063, 5, V5::id},
     //   tokens=22,h=3584: not measured; the bracket rule's choice
     //   tokens=31,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 31, 3319, 4063, 8, V8::id},
-    //   tokens=32,h=3584: 1.63 us (S 2.29 us, 1.41x), spread 0.7%, band 1.0% (retest), 6.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 32, 3319, 4063, 5, V5::id},
+    //   tokens=32,h=3584: 1.68 us (S 2.39 us, 1.42x), spread 0.5%, band 1.0% (retest), 6.5% of copy
     //   tokens=45,h=3584: not measured; the bracket rule's choice
     //   tokens=63,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 63, 3319, 4063, 8, V8::id},
-    //   tokens=64,h=3584: 1.79 us (S 2.43 us, 1.36x), spread 1.4%, band 1.4% (retest), 12.1% of copy
+    //   tokens=64,h=3584: 1.79 us (S 2.42 us, 1.36x), spread 0.8%, band 1.0% (retest), 12.2% of copy
     //   tokens=128,h=3584: not measured; the bracket rule's choice
     //   tokens=255,h=3584: not measured; the bracket rule's choice
-    //   tokens=256,h=3584: 2.56 us (S 3.01 us, 1.18x), spread 0.4%, band 1.0% (retest), 33.8% of copy
+    //   tokens=256,h=3584: 2.63 us (S 3.09 us, 1.18x), spread 1.2%, band 1.2% (retest), 33.0% of copy
     //   tokens=362,h=3584: not measured; the bracket rule's choice
     //   tokens=511,h=3584: not measured; the bracket rule's choice
-    //   tokens=512,h=3584: 3.37 us (S 4.97 us, 1.48x), spread 0.1%, band 1.0% (retest), 51.2% of copy
+    //   tokens=512,h=3584: 3.40 us (S 5.08 us, 1.50x), spread 0.4%, band 1.0% (retest), 51.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 3319, 4063, 5, V5::id},
     //   tokens=724,h=3584: not measured; the bracket rule's choice
     //   tokens=1023,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 1023, 3319, 4063, 23, V23::id},
-    //   tokens=1024,h=3584: 5.11 us (S 7.64 us, 1.49x), spread 0.5%, band 1.0% (retest), 67.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 3319, 4063, 6, V6::id},
+    //   tokens=1024,h=3584: 5.12 us (S 7.79 us, 1.52x), spread 0.4%, band 1.0% (retest), 67.7% of copy
     //   tokens=1448,h=3584: not measured; the bracket rule's choice
     //   tokens=2047,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 3319, 4063, 23, V23::id},
-    //   tokens=2048,h=3584: 8.75 us (S 13.6 us, 1.55x), spread 0.5%, band 1.0% (retest), 78.8% of copy
+    //   tokens=2048,h=3584: 8.78 us (S 13.8 us, 1.57x), spread 0.8%, band 1.0% (retest), 78.8% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 3319, 4063, 6, V6::id},
     //   tokens=4096,h=3584: not measured; the bracket rule's choice
     //   tokens=8191,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 8191, 3319, 4063, 23, V23::id},
-    //   tokens=8192,h=3584: 30.2 us (S 47.3 us, 1.57x), spread 0.3%, band 1.0% (retest), 91.4% of copy
+    //   tokens=8192,h=3584: 30.3 us (S 48.0 us, 1.58x), spread 0.1%, band 1.0% (retest), 91.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3319, 4063, 24, V24::id},
-    //   tokens=1,h=4608: 1.50 us (S 2.32 us, 1.55x), spread 0.9%, band 1.0% (retest), 0.4% of copy
-    //   tokens=2,h=4608: 1.53 us (S 2.29 us, 1.50x), spread 1.0%, band 1.0% (retest), 0.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2, 4064, INT64_MAX, 8, V8::id},
+    //   tokens=1,h=4608: 1.58 us (S 2.38 us, 1.51x), spread 0.6%, band 3.1% (retest), 0.4% of copy
+    //   tokens=2,h=4608: 1.59 us (S 2.37 us, 1.49x), spread 1.5%, band 1.0% (retest), 0.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2, 4064, INT64_MAX, 5, V5::id},
     //   tokens=4,h=4608: not measured; the bracket rule's choice
     //   tokens=7,h=4608: not measured; the bracket rule's choice
-    //   tokens=8,h=4608: 1.59 us (S 2.31 us, 1.45x), spread 0.3%, band 1.0% (retest), 2.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 8, 4064, INT64_MAX, 5, V5::id},
+    //   tokens=8,h=4608: 1.64 us (S 2.38 us, 1.46x), spread 0.6%, band 1.0% (retest), 2.3% of copy
     //   tokens=11,h=4608: not measured; the bracket rule's choice
     //   tokens=15,h=4608: not measured; the bracket rule's choice
-    //   tokens=16,h=4608: 1.60 us (S 2.33 us, 1.46x), spread 0.8%, band 1.0% (retest), 4.5% of copy
+    //   tokens=16,h=4608: 1.65 us (S 2.41 us, 1.46x), spread 0.2%, band 1.0% (retest), 4.3% of copy
     //   tokens=22,h=4608: not measured; the bracket rule's choice
     //   tokens=31,h=4608: not measured; the bracket rule's choice
-    //   tokens=32,h=4608: 1.68 us (S 2.38 us, 1.41x), spread 1.3%, band 1.3% (retest), 8.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 32, 4064, INT64_MAX, 8, V8::id},
+    //   tokens=32,h=4608: 1.71 us (S 2.43 us, 1.42x), spread 1.3%, band 1.3% (retest), 8.2% of copy
     //   tokens=45,h=4608: not measured; the bracket rule's choice
     //   tokens=63,h=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 63, 4064, INT64_MAX, 5, V5::id},
-    //   tokens=64,h=4608: 1.86 us (S 2.52 us, 1.35x), spread 0.6%, band 1.0% (retest), 15.0% of copy
+    //   tokens=64,h=4608: 1.86 us (S 2.55 us, 1.37x), spread 0.6%, band 1.0% (retest), 15.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 4064, INT64_MAX, 8, V8::id},
     //   tokens=128,h=4608: not measured; the bracket rule's choice
     //   tokens=255,h=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 255, 4064, INT64_MAX, 5, V5::id},
-    //   tokens=256,h=4608: 2.89 us (S 3.28 us, 1.14x), spread 0.2%, band 1.0% (retest), 38.4% of copy
+    //   tokens=256,h=4608: 2.91 us (S 3.35 us, 1.15x), spread 0.6%, band 1.0% (retest), 38.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 4064, INT64_MAX, 22, V22::id},
     //   tokens=362,h=4608: not measured; the bracket rule's choice
     //   tokens=511,h=4608: not measured; the bracket rule's choice
-    //   tokens=512,h=4608: 3.75 us (S 5.51 us, 1.47x), spread 0.1%, band 1.0% (retest), 59.2% of copy
+    //   tokens=512,h=4608: 3.77 us (S 5.62 us, 1.49x), spread 0.0%, band 1.0% (retest), 59.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 4064, INT64_MAX, 5, V5::id},
     //   tokens=724,h=4608: not measured; the bracket rule's choice
     //   tokens=1023,h=4608: not measured; the bracket rule's choice
-    //   tokens=1024,h=4608: 5.99 us (S 9.79 us, 1.64x), spread 1.1%, band 1.1% (retest), 74.1% of copy
+    //   tokens=1024,h=4608: 6.04 us (S 9.93 us, 1.64x), spread 0.8%, band 1.0% (retest), 73.7% of copy
     //   tokens=1448,h=4608: not measured; the bracket rule's choice
     //   tokens=2047,h=4608: not measured; the bracket rule's choice
-    //   tokens=2048,h=4608: 10.8 us (S 18.3 us, 1.70x), spread 0.6%, band 1.0% (retest), 82.2% of copy
+    //   tokens=2048,h=4608: 10.8 us (S 18.6 us, 1.71x), spread 0.3%, band 1.0% (retest), 82.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 4064, INT64_MAX, 23, V23::id},
     //   tokens=4096,h=4608: not measured; the bracket rule's choice
     //   tokens=8191,h=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 8191, 4064, INT64_MAX, 6, V6::id},
-    //   tokens=8192,h=4608: 38.1 us (S 67.7 us, 1.78x), spread 0.2%, band 1.0% (retest), 93.1% of copy
+    //   tokens=8192,h=4608: 38.5 us (S 69.0 us, 1.79x), spread 0.2%, band 1.0% (retest), 92.5% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 4064, INT64_MAX, 24, V24::id},
     // NVIDIA H200 (sm_90), bf16
-    //   tokens=1,h=128: 1.13 us (S 2.13 us, 1.89x), spread 0.6%, band 1.0% (retest), 0.0% of copy
-    //   tokens=2,h=128: 1.12 us (S 2.12 us, 1.88x), spread 0.1%, band 1.0% (retest), 0.0% of copy
+    //   tokens=1,h=128: 1.18 us (S 2.21 us, 1.86x), spread 0.9%, band 1.0% (retest), 0.0% of copy
+    //   tokens=2,h=128: 1.18 us (S 2.18 us, 1.85x), spread 0.7%, band 1.0% (retest), 0.0% of copy
     //   tokens=4,h=128: not measured; the bracket rule's choice
     //   tokens=7,h=128: not measured; the bracket rule's choice
-    //   tokens=8,h=128: 1.17 us (S 2.11 us, 1.81x), spread 0.8%, band 1.0% (retest), 0.1% of copy
+    //   tokens=8,h=128: 1.22 us (S 2.17 us, 1.78x), spread 0.4%, band 1.0% (retest), 0.1% of copy
     //   tokens=11,h=128: not measured; the bracket rule's choice
     //   tokens=15,h=128: not measured; the bracket rule's choice
-    //   tokens=16,h=128: 1.18 us (S 2.12 us, 1.79x), spread 1.1%, band 1.1% (retest), 0.2% of copy
+    //   tokens=16,h=128: 1.24 us (S 2.17 us, 1.75x), spread 0.3%, band 1.0% (retest), 0.2% of copy
     //   tokens=22,h=128: not measured; the bracket rule's choice
     //   tokens=31,h=128: not measured; the bracket rule's choice
-    //   tokens=32,h=128: 1.24 us (S 2.12 us, 1.70x), spread 0.3%, band 1.0% (retest), 0.3% of copy
+    //   tokens=32,h=128: 1.30 us (S 2.19 us, 1.69x), spread 0.8%, band 1.0% (retest), 0.3% of copy
     //   tokens=45,h=128: not measured; the bracket rule's choice
     //   tokens=63,h=128: not measured; the bracket rule's choice
-    //   tokens=64,h=128: 1.28 us (S 2.14 us, 1.67x), spread 0.2%, band 1.0% (retest), 0.6% of copy
+    //   tokens=64,h=128: 1.34 us (S 2.22 us, 1.66x), spread 1.6%, band 1.6% (retest), 0.6% of copy
     //   tokens=128,h=128: not measured; the bracket rule's choice
     //   tokens=255,h=128: not measured; the bracket rule's choice
-    //   tokens=256,h=128: 1.36 us (S 2.32 us, 1.71x), spread 0.2%, band 1.0% (retest), 2.3% of copy
+    //   tokens=256,h=128: 1.43 us (S 2.40 us, 1.68x), spread 1.8%, band 1.8% (retest), 2.2% of copy
     //   tokens=362,h=128: not measured; the bracket rule's choice
     //   tokens=511,h=128: not measured; the bracket rule's choice
-    //   tokens=512,h=128: 1.38 us (S 2.65 us, 1.91x), spread 0.4%, band 1.0% (retest), 4.5% of copy
+    //   tokens=512,h=128: 1.44 us (S 2.74 us, 1.91x), spread 1.1%, band 1.1% (retest), 4.3% of copy
     //   tokens=724,h=128: not measured; the bracket rule's choice
     //   tokens=1023,h=128: not measured; the bracket rule's choice
-    //   tokens=1024,h=128: 1.48 us (S 3.30 us, 2.23x), spread 0.5%, band 1.0% (retest), 8.3% of copy
+    //   tokens=1024,h=128: 1.54 us (S 3.39 us, 2.21x), spread 0.0%, band 1.0% (retest), 8.1% of copy
     //   tokens=1448,h=128: not measured; the bracket rule's choice
     //   tokens=2047,h=128: not measured; the bracket rule's choice
-    //   tokens=2048,h=128: 1.68 us (S 4.61 us, 2.74x), spread 0.1%, band 1.0% (retest), 14.6% of copy
+    //   tokens=2048,h=128: 1.69 us (S 4.70 us, 2.78x), spread 0.4%, band 1.0% (retest), 14.6% of copy
     //   tokens=4096,h=128: not measured; the bracket rule's choice
     //   tokens=8191,h=128: not measured; the bracket rule's choice
-    //   tokens=8192,h=128: 3.12 us (S 12.0 us, 3.85x), spread 0.8%, band 1.0% (retest), 31.6% of copy
-    //   tokens=1,h=256: 1.14 us (S 2.14 us, 1.88x), spread 0.8%, band 1.0% (retest), 0.0% of copy
-    //   tokens=2,h=256: 1.14 us (S 2.15 us, 1.88x), spread 0.4%, band 1.0% (retest), 0.1% of copy
+    //   tokens=8192,h=128: 3.13 us (S 12.1 us, 3.88x), spread 0.8%, band 1.0% (retest), 31.6% of copy
+    //   tokens=1,h=256: 1.18 us (S 2.22 us, 1.88x), spread 0.8%, band 1.0% (retest), 0.0% of copy
+    //   tokens=2,h=256: 1.21 us (S 2.22 us, 1.84x), spread 0.0%, band 1.0% (retest), 0.0% of copy
     //   tokens=4,h=256: not measured; the bracket rule's choice
     //   tokens=7,h=256: not measured; the bracket rule's choice
-    //   tokens=8,h=256: 1.20 us (S 2.13 us, 1.77x), spread 0.3%, band 1.0% (retest), 0.2% of copy
+    //   tokens=8,h=256: 1.24 us (S 2.19 us, 1.76x), spread 1.1%, band 1.1% (retest), 0.2% of copy
     //   tokens=11,h=256: not measured; the bracket rule's choice
     //   tokens=15,h=256: not measured; the bracket rule's choice
-    //   tokens=16,h=256: 1.22 us (S 2.14 us, 1.75x), spread 0.2%, band 1.0% (retest), 0.3% of copy
+    //   tokens=16,h=256: 1.27 us (S 2.21 us, 1.74x), spread 3.4%, band 3.4% (retest), 0.3% of copy
     //   tokens=22,h=256: not measured; the bracket rule's choice
     //   tokens=31,h=256: not measured; the bracket rule's choice
-    //   tokens=32,h=256: 1.25 us (S 2.14 us, 1.70x), spread 0.4%, band 1.0% (retest), 0.6% of copy
+    //   tokens=32,h=256: 1.32 us (S 2.22 us, 1.68x), spread 1.2%, band 1.2% (retest), 0.6% of copy
     //   tokens=45,h=256: not measured; the bracket rule's choice
     //   tokens=63,h=256: not measured; the bracket rule's choice
-    //   tokens=64,h=256: 1.31 us (S 2.15 us, 1.64x), spread 0.6%, band 1.0% (retest), 1.2% of copy
+    //   tokens=64,h=256: 1.35 us (S 2.23 us, 1.65x), spread 3.7%, band 3.7% (retest), 1.2% of copy
     //   tokens=128,h=256: not measured; the bracket rule's choice
     //   tokens=255,h=256: not measured; the bracket rule's choice
-    //   tokens=256,h=256: 1.37 us (S 2.33 us, 1.70x), spread 0.9%, band 1.0% (retest), 4.5% of copy
+    //   tokens=256,h=256: 1.41 us (S 2.40 us, 1.70x), spread 0.5%, band 1.0% (retest), 4.4% of copy
     //   tokens=362,h=256: not measured; the bracket rule's choice
     //   tokens=511,h=256: not measured; the bracket rule's choice
-    //   tokens=512,h=256: 1.45 us (S 2.68 us, 1.85x), spread 0.3%, band 1.0% (retest), 8.5% of copy
+    //   tokens=512,h=256: 1.49 us (S 2.75 us, 1.84x), spread 0.6%, band 1.0% (retest), 8.3% of copy
     //   tokens=724,h=256: not measured; the bracket rule's choice
     //   tokens=1023,h=256: not measured; the bracket rule's choice
-    //   tokens=1024,h=256: 1.59 us (S 3.34 us, 2.10x), spread 0.3%, band 1.0% (retest), 15.5% of copy
+    //   tokens=1024,h=256: 1.61 us (S 3.39 us, 2.11x), spread 0.7%, band 1.0% (retest), 15.4% of copy
     //   tokens=1448,h=256: not measured; the bracket rule's choice
     //   tokens=2047,h=256: not measured; the bracket rule's choice
-    //   tokens=2048,h=256: 1.89 us (S 4.57 us, 2.41x), spread 0.0%, band 1.0% (retest), 26.0% of copy
+    //   tokens=2048,h=256: 1.86 us (S 4.74 us, 2.55x), spread 0.9%, band 1.0% (retest), 26.6% of copy
     //   tokens=4096,h=256: not measured; the bracket rule's choice
     //   tokens=8191,h=256: not measured; the bracket rule's choice
-    //   tokens=8192,h=256: 3.64 us (S 12.2 us, 3.35x), spread 0.1%, band 1.0% (retest), 54.1% of copy
+    //   tokens=8192,h=256: 3.70 us (S 12.4 us, 3.34x), spread 0.2%, band 1.0% (retest), 53.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 768, 25, V25::id},
-    //   tokens=1,h=2304: 1.44 us (S 2.22 us, 1.55x), spread 0.5%, band 1.0% (retest), 0.2% of copy
-    //   tokens=2,h=2304: 1.45 us (S 2.18 us, 1.50x), spread 0.8%, band 1.0% (retest), 0.4% of copy
+    //   tokens=1,h=2304: 1.48 us (S 2.26 us, 1.52x), spread 2.4%, band 2.4% (retest), 0.2% of copy
+    //   tokens=2,h=2304: 1.53 us (S 2.29 us, 1.50x), spread 0.8%, band 1.0% (retest), 0.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2, 769, 2660, 10, V10::id},
     //   tokens=4,h=2304: not measured; the bracket rule's choice
     //   tokens=7,h=2304: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 7, 769, 2660, 9, V9::id},
-    //   tokens=8,h=2304: 1.53 us (S 2.17 us, 1.42x), spread 0.5%, band 1.2% (retest), 1.2% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 8, 769, 2660, 26, V26::id},
+    //   tokens=8,h=2304: 1.59 us (S 2.26 us, 1.42x), spread 1.9%, band 2.0% (retest), 1.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8, 769, 2660, 10, V10::id},
     //   tokens=11,h=2304: not measured; the bracket rule's choice
     //   tokens=15,h=2304: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 15, 769, 2660, 9, V9::id},
-    //   tokens=16,h=2304: 1.57 us (S 2.24 us, 1.43x), spread 0.5%, band 2.2% (retest), 2.3% of copy
+    //   tokens=16,h=2304: 1.63 us (S 2.29 us, 1.40x), spread 0.3%, band 1.0% (retest), 2.2% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 16, 769, 2660, 26, V26::id},
     //   tokens=22,h=2304: not measured; the bracket rule's choice
     //   tokens=31,h=2304: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 31, 769, 2660, 9, V9::id},
-    //   tokens=32,h=2304: 1.59 us (S 2.24 us, 1.40x), spread 0.4%, band 1.6% (retest), 4.4% of copy
+    //   tokens=32,h=2304: 1.65 us (S 2.31 us, 1.40x), spread 0.1%, band 1.0% (retest), 4.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 769, 2660, 26, V26::id},
     //   tokens=45,h=2304: not measured; the bracket rule's choice
     //   tokens=63,h=2304: not measured; the bracket rule's choice
-    //   tokens=64,h=2304: 1.65 us (S 2.30 us, 1.40x), spread 0.7%, band 1.0% (retest), 8.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 769, 2660, 9, V9::id},
+    //   tokens=64,h=2304: 1.69 us (S 2.34 us, 1.39x), spread 0.5%, band 1.0% (retest), 8.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 64, 769, 2660, 26, V26::id},
     //   tokens=128,h=2304: not measured; the bracket rule's choice
     //   tokens=255,h=2304: not measured; the bracket rule's choice
-    //   tokens=256,h=2304: 2.19 us (S 2.66 us, 1.22x), spread 0.2%, band 1.0% (retest), 25.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 255, 769, 2660, 9, V9::id},
+    //   tokens=256,h=2304: 2.17 us (S 2.73 us, 1.26x), spread 0.6%, band 1.0% (retest), 25.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 769, 2660, 26, V26::id},
     //   tokens=362,h=2304: not measured; the bracket rule's choice
     //   tokens=511,h=2304: not measured; the bracket rule's choice
-    //   tokens=512,h=2304: 2.80 us (S 3.28 us, 1.17x), spread 1.2%, band 1.2% (retest), 39.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 769, 2660, 9, V9::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 511, 769, 2660, 9, V9::id},
+    //   tokens=512,h=2304: 2.86 us (S 3.32 us, 1.16x), spread 0.1%, band 1.2% (retest), 39.0% of copy
     //   tokens=724,h=2304: not measured; the bracket rule's choice
     //   tokens=1023,h=2304: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 1023, 769, 2660, 26, V26::id},
-    //   tokens=1024,h=2304: 3.90 us (S 5.36 us, 1.37x), spread 0.5%, band 1.0% (retest), 56.8% of copy
+    //   tokens=1024,h=2304: 3.93 us (S 5.45 us, 1.39x), spread 0.0%, band 1.0% (retest), 56.6% of copy
     //   tokens=1448,h=2304: not measured; the bracket rule's choice
     //   tokens=2047,h=2304: not measured; the bracket rule's choice
-    //   tokens=2048,h=2304: 6.06 us (S 8.78 us, 1.45x), spread 0.2%, band 1.0% (retest), 73.1% of copy
+    //   tokens=2048,h=2304: 6.13 us (S 8.94 us, 1.46x), spread 0.1%, band 1.0% (retest), 72.7% of copy
     //   tokens=4096,h=2304: not measured; the bracket rule's choice
     //   tokens=8191,h=2304: not measured; the bracket rule's choice
-    //   tokens=8192,h=2304: 20.1 us (S 28.7 us, 1.43x), spread 0.4%, band 1.0% (retest), 88.3% of copy
+    //   tokens=8192,h=2304: 20.2 us (S 29.1 us, 1.44x), spread 0.4%, band 1.0% (retest), 88.1% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 769, 2660, 11, V11::id},
-    //   tokens=1,h=3072: 1.45 us (S 2.27 us, 1.57x), spread 0.5%, band 1.0% (retest), 0.3% of copy
-    //   tokens=2,h=3072: 1.47 us (S 2.24 us, 1.53x), spread 0.7%, band 1.0% (retest), 0.5% of copy
+    //   tokens=1,h=3072: 1.50 us (S 2.32 us, 1.55x), spread 1.0%, band 1.0% (retest), 0.3% of copy
+    //   tokens=2,h=3072: 1.53 us (S 2.31 us, 1.51x), spread 1.8%, band 1.0% (retest), 0.5% of copy
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.54 us (S 2.23 us, 1.45x), spread 1.0%, band 1.0% (retest), 1.6% of copy
+    //   tokens=8,h=3072: 1.59 us (S 2.31 us, 1.45x), spread 1.0%, band 1.0% (retest), 1.5% of copy
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
-    //   tokens=16,h=3072: 1.55 us (S 2.27 us, 1.46x), spread 0.9%, band 1.0% (retest), 3.1% of copy
+    //   tokens=16,h=3072: 1.61 us (S 2.34 us, 1.45x), spread 2.0%, band 1.4% (retest), 3.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 16, 2661, 3318, 10, V10::id},
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
-    //   tokens=32,h=3072: 1.60 us (S 2.31 us, 1.44x), spread 0.9%, band 1.0% (retest), 5.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 31, 2661, 3318, 9, V9::id},
+    //   tokens=32,h=3072: 1.66 us (S 2.38 us, 1.44x), spread 0.6%, band 1.0% (retest), 5.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 2661, 3318, 10, V10::id},
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    //   tokens=64,h=3072: 1.72 us (S 2.41 us, 1.40x), spread 0.8%, band 1.0% (retest), 10.8% of copy
+    //   tokens=64,h=3072: 1.72 us (S 2.44 us, 1.42x), spread 0.8%, band 1.0% (retest), 10.9% of copy
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
-    //   tokens=256,h=3072: 2.38 us (S 2.90 us, 1.22x), spread 0.2%, band 1.0% (retest), 31.1% of copy
+    //   tokens=256,h=3072: 2.44 us (S 2.98 us, 1.22x), spread 0.9%, band 1.0% (retest), 30.4% of copy
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
-    //   tokens=512,h=3072: 3.17 us (S 3.69 us, 1.17x), spread 0.1%, band 1.0% (retest), 46.7% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 2661, 3318, 9, V9::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 511, 2661, 3318, 9, V9::id},
+    //   tokens=512,h=3072: 3.25 us (S 3.76 us, 1.16x), spread 0.5%, band 1.0% (retest), 45.7% of copy
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
-    //   tokens=1024,h=3072: 4.66 us (S 6.21 us, 1.33x), spread 0.3%, band 1.1% (retest), 63.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 2661, 3318, 26, V26::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 2661, 3318, 26, V26::id},
+    //   tokens=1024,h=3072: 4.67 us (S 6.32 us, 1.35x), spread 0.7%, band 1.0% (retest), 63.6% of copy
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    //   tokens=2048,h=3072: 7.58 us (S 11.0 us, 1.45x), spread 0.5%, band 1.0% (retest), 77.9% of copy
+    //   tokens=2048,h=3072: 7.64 us (S 11.1 us, 1.46x), spread 0.5%, band 1.0% (retest), 77.7% of copy
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    //   tokens=8192,h=3072: 26.3 us (S 37.3 us, 1.42x), spread 0.6%, band 1.0% (retest), 90.0% of copy
+    //   tokens=8192,h=3072: 26.5 us (S 37.9 us, 1.43x), spread 0.9%, band 1.0% (retest), 89.7% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 2661, 3318, 11, V11::id},
-    //   tokens=1,h=3584: 1.47 us (S 2.27 us, 1.54x), spread 1.2%, band 1.0% (retest), 0.3% of copy
-    //   tokens=2,h=3584: 1.49 us (S 2.26 us, 1.52x), spread 0.6%, band 1.0% (retest), 0.6% of copy
+    //   tokens=1,h=3584: 1.52 us (S 2.33 us, 1.53x), spread 1.2%, band 1.2% (retest), 0.3% of copy
+    //   tokens=2,h=3584: 1.55 us (S 2.33 us, 1.50x), spread 0.5%, band 1.0% (retest), 0.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2, 3319, 4063, 10, V10::id},
     //   tokens=4,h=3584: not measured; the bracket rule's choice
     //   tokens=7,h=3584: not measured; the bracket rule's choice
-    //   tokens=8,h=3584: 1.56 us (S 2.28 us, 1.46x), spread 1.4%, band 1.0% (retest), 1.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 8, 3319, 4063, 9, V9::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 7, 3319, 4063, 9, V9::id},
+    //   tokens=8,h=3584: 1.61 us (S 2.33 us, 1.45x), spread 0.8%, band 1.0% (retest), 1.8% of copy
     //   tokens=11,h=3584: not measured; the bracket rule's choice
     //   tokens=15,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 15, 3319, 4063, 10, V10::id},
-    //   tokens=16,h=3584: 1.58 us (S 2.30 us, 1.46x), spread 0.7%, band 1.0% (retest), 3.5% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 16, 3319, 4063, 9, V9::id},
+    //   tokens=16,h=3584: 1.62 us (S 2.37 us, 1.46x), spread 0.6%, band 1.0% (retest), 3.4% of copy
     //   tokens=22,h=3584: not measured; the bracket rule's choice
     //   tokens=31,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 31, 3319, 4063, 10, V10::id},
-    //   tokens=32,h=3584: 1.62 us (S 2.34 us, 1.44x), spread 0.3%, band 1.0% (retest), 6.7% of copy
+    //   tokens=32,h=3584: 1.67 us (S 2.39 us, 1.43x), spread 0.5%, band 1.0% (retest), 6.6% of copy
     //   tokens=45,h=3584: not measured; the bracket rule's choice
     //   tokens=63,h=3584: not measured; the bracket rule's choice
-    //   tokens=64,h=3584: 1.78 us (S 2.46 us, 1.38x), spread 0.5%, band 1.0% (retest), 12.2% of copy
+    //   tokens=64,h=3584: 1.78 us (S 2.46 us, 1.38x), spread 0.6%, band 1.0% (retest), 12.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 64, 3319, 4063, 10, V10::id},
     //   tokens=128,h=3584: not measured; the bracket rule's choice
     //   tokens=255,h=3584: not measured; the bracket rule's choice
-    //   tokens=256,h=3584: 2.57 us (S 3.09 us, 1.20x), spread 0.4%, band 1.0% (retest), 33.6% of copy
+    //   tokens=256,h=3584: 2.63 us (S 3.14 us, 1.19x), spread 2.0%, band 2.0% (retest), 33.0% of copy
     //   tokens=362,h=3584: not measured; the bracket rule's choice
     //   tokens=511,h=3584: not measured; the bracket rule's choice
-    //   tokens=512,h=3584: 3.38 us (S 5.09 us, 1.51x), spread 0.2%, band 1.0% (retest), 51.1% of copy
+    //   tokens=512,h=3584: 3.40 us (S 5.20 us, 1.53x), spread 0.1%, band 1.0% (retest), 50.9% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 512, 3319, 4063, 9, V9::id},
     //   tokens=724,h=3584: not measured; the bracket rule's choice
     //   tokens=1023,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 1023, 3319, 4063, 13, V13::id},
-    //   tokens=1024,h=3584: 5.15 us (S 7.79 us, 1.51x), spread 0.8%, band 1.0% (retest), 66.9% of copy
+    //   tokens=1024,h=3584: 5.17 us (S 7.92 us, 1.53x), spread 0.0%, band 1.0% (retest), 66.9% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 1024, 3319, 4063, 11, V11::id},
     //   tokens=1448,h=3584: not measured; the bracket rule's choice
     //   tokens=2047,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 2047, 3319, 4063, 13, V13::id},
-    //   tokens=2048,h=3584: 8.78 us (S 13.7 us, 1.56x), spread 0.4%, band 1.0% (retest), 78.5% of copy
+    //   tokens=2048,h=3584: 8.81 us (S 13.8 us, 1.57x), spread 0.4%, band 1.0% (retest), 78.6% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 3319, 4063, 11, V11::id},
     //   tokens=4096,h=3584: not measured; the bracket rule's choice
     //   tokens=8191,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 8191, 3319, 4063, 13, V13::id},
-    //   tokens=8192,h=3584: 30.2 us (S 48.2 us, 1.60x), spread 0.2%, band 1.0% (retest), 91.4% of copy
+    //   tokens=8192,h=3584: 30.4 us (S 48.9 us, 1.61x), spread 0.3%, band 1.0% (retest), 91.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3319, 4063, 27, V27::id},
-    //   tokens=1,h=4608: 1.48 us (S 2.31 us, 1.56x), spread 0.3%, band 1.0% (retest), 0.4% of copy
-    //   tokens=2,h=4608: 1.52 us (S 2.30 us, 1.52x), spread 0.8%, band 1.0% (retest), 0.7% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2, 4064, INT64_MAX, 10, V10::id},
+    //   tokens=1,h=4608: 1.53 us (S 2.39 us, 1.56x), spread 0.7%, band 1.0% (retest), 0.4% of copy
+    //   tokens=2,h=4608: 1.58 us (S 2.39 us, 1.51x), spread 1.3%, band 1.3% (retest), 0.7% of copy
     //   tokens=4,h=4608: not measured; the bracket rule's choice
     //   tokens=7,h=4608: not measured; the bracket rule's choice
-    //   tokens=8,h=4608: 1.59 us (S 2.33 us, 1.47x), spread 0.3%, band 1.0% (retest), 2.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 8, 4064, INT64_MAX, 9, V9::id},
+    //   tokens=8,h=4608: 1.63 us (S 2.40 us, 1.47x), spread 0.5%, band 1.0% (retest), 2.3% of copy
     //   tokens=11,h=4608: not measured; the bracket rule's choice
     //   tokens=15,h=4608: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 15, 4064, INT64_MAX, 28, V28::id},
-    //   tokens=16,h=4608: 1.59 us (S 2.36 us, 1.48x), spread 0.9%, band 1.0% (retest), 4.5% of copy
+    //   tokens=16,h=4608: 1.65 us (S 2.46 us, 1.49x), spread 1.0%, band 1.0% (retest), 4.3% of copy
     //   tokens=22,h=4608: not measured; the bracket rule's choice
     //   tokens=31,h=4608: not measured; the bracket rule's choice
-    //   tokens=32,h=4608: 1.67 us (S 2.41 us, 1.45x), spread 0.5%, band 1.0% (retest), 8.4% of copy
+    //   tokens=32,h=4608: 1.71 us (S 2.46 us, 1.44x), spread 0.7%, band 1.0% (retest), 8.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 4064, INT64_MAX, 10, V10::id},
     //   tokens=45,h=4608: not measured; the bracket rule's choice
     //   tokens=63,h=4608: not measured; the bracket rule's choice
-    //   tokens=64,h=4608: 1.85 us (S 2.56 us, 1.38x), spread 0.3%, band 1.0% (retest), 15.1% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 4064, INT64_MAX, 9, V9::id},
+    //   tokens=64,h=4608: 1.86 us (S 2.57 us, 1.38x), spread 0.3%, band 1.0% (retest), 15.1% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 64, 4064, INT64_MAX, 10, V10::id},
     //   tokens=128,h=4608: not measured; the bracket rule's choice
     //   tokens=255,h=4608: not measured; the bracket rule's choice
-    //   tokens=256,h=4608: 2.89 us (S 3.32 us, 1.15x), spread 0.2%, band 1.0% (retest), 38.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 255, 4064, INT64_MAX, 9, V9::id},
+    //   tokens=256,h=4608: 2.95 us (S 3.39 us, 1.15x), spread 0.4%, band 1.0% (retest), 37.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 4064, INT64_MAX, 26, V26::id},
     //   tokens=362,h=4608: not measured; the bracket rule's choice
     //   tokens=511,h=4608: not measured; the bracket rule's choice
-    //   tokens=512,h=4608: 3.75 us (S 5.57 us, 1.49x), spread 0.0%, band 1.0% (retest), 59.1% of copy
+    //   tokens=512,h=4608: 3.78 us (S 5.70 us, 1.51x), spread 0.3%, band 1.0% (retest), 59.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 512, 4064, INT64_MAX, 9, V9::id},
     //   tokens=724,h=4608: not measured; the bracket rule's choice
     //   tokens=1023,h=4608: not measured; the bracket rule's choice
-    //   tokens=1024,h=4608: 6.06 us (S 10.0 us, 1.66x), spread 0.2%, band 1.0% (retest), 73.2% of copy
+    //   tokens=1024,h=4608: 6.12 us (S 10.2 us, 1.66x), spread 0.4%, band 1.0% (retest), 72.8% of copy
     //   tokens=1448,h=4608: not measured; the bracket rule's choice
     //   tokens=2047,h=4608: not measured; the bracket rule's choice
-    //   tokens=2048,h=4608: 10.8 us (S 18.7 us, 1.73x), spread 0.6%, band 1.0% (retest), 82.0% of copy
+    //   tokens=2048,h=4608: 10.9 us (S 18.9 us, 1.74x), spread 0.4%, band 1.0% (retest), 81.8% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 4064, INT64_MAX, 13, V13::id},
     //   tokens=4096,h=4608: not measured; the bracket rule's choice
     //   tokens=8191,h=4608: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 8191, 4064, INT64_MAX, 11, V11::id},
-    //   tokens=8192,h=4608: 38.1 us (S 69.3 us, 1.82x), spread 0.6%, band 1.0% (retest), 93.1% of copy
+    //   tokens=8192,h=4608: 38.4 us (S 70.5 us, 1.84x), spread 0.2%, band 1.0% (retest), 92.7% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 4064, INT64_MAX, 27, V27::id},
 };
 
@@ -850,7 +847,6 @@ ktune::Status with_variant(int variant, F&& f) {
     case 25: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V25, 90, 2>{}); break;
     case 26: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V26, 90, 2>{}); break;
     case 27: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V27, 90, 2>{}); break;
-    case 28: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V28, 90, 2>{}); break;
     default: break;
   }
   return f(general_config{});  // general configuration: best geometric mean, or Space::default_point

@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/merge_attn_states_lse.json (0xb51716e771305ada): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/merge_attn_states_lse.json (0x9de2a3e290d49cc6): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/merge_attn_states_lse.json (0x7335b53ead3d3a0d): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T14:44:54+00:00, commit 745fab4086eccce2efaaa91a5995d3acbe826eb3-dirty
 //     cells between its measured shapes: the bracket rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -36,12 +36,12 @@ struct V6 { static constexpr char id[] = "tpb_256.vb_16.ppt_1.pg_0.pdl_1"; };  /
 struct V7 { static constexpr char id[] = "tpb_512.vb_16.ppt_2.pg_0.pdl_1"; };  // fp16, sm_90
 struct V8 { static constexpr char id[] = "tpb_128.vb_16.ppt_1.pg_0.pdl_1"; };  // bf16, sm_90
 struct V9 { static constexpr char id[] = "tpb_256.vb_16.ppt_1.pg_0.pdl_1"; };  // bf16, sm_90
-struct V10 { static constexpr char id[] = "tpb_256.vb_8.ppt_1.pg_0.pdl_1"; };  // fp32, sm_90
-struct V11 { static constexpr char id[] = "tpb_256.vb_8.ppt_1.pg_1.pdl_1"; };  // fp32, sm_90
-struct V12 { static constexpr char id[] = "tpb_128.vb_8.ppt_1.pg_0.pdl_1"; };  // fp32, sm_90
-struct V13 { static constexpr char id[] = "tpb_128.vb_16.ppt_1.pg_0.pdl_1"; };  // fp32, sm_90
-struct V14 { static constexpr char id[] = "tpb_256.vb_16.ppt_1.pg_1.pdl_1"; };  // fp32, sm_90
-struct V15 { static constexpr char id[] = "tpb_128.vb_8.ppt_1.pg_1.pdl_1"; };  // fp32, sm_90
+struct V10 { static constexpr char id[] = "tpb_256.vb_8.ppt_1.pg_1.pdl_1"; };  // fp32, sm_90
+struct V11 { static constexpr char id[] = "tpb_256.vb_16.ppt_1.pg_1.pdl_1"; };  // fp32, sm_90
+struct V12 { static constexpr char id[] = "tpb_256.vb_8.ppt_1.pg_0.pdl_1"; };  // fp32, sm_90
+struct V13 { static constexpr char id[] = "tpb_128.vb_8.ppt_1.pg_1.pdl_1"; };  // fp32, sm_90
+struct V14 { static constexpr char id[] = "tpb_128.vb_8.ppt_1.pg_0.pdl_1"; };  // fp32, sm_90
+struct V15 { static constexpr char id[] = "tpb_128.vb_16.ppt_1.pg_0.pdl_1"; };  // fp32, sm_90
 struct V16 { static constexpr char id[] = "tpb_512.vb_16.ppt_1.pg_0.pdl_1"; };  // fp32, sm_90
 struct V17 { static constexpr char id[] = "tpb_128.vb_16.ppt_1.pg_1.pdl_1"; };  // fp16, sm_90
 struct V18 { static constexpr char id[] = "tpb_256.vb_8.ppt_1.pg_1.pdl_1"; };  // fp16, sm_90
@@ -49,11 +49,11 @@ struct V19 { static constexpr char id[] = "tpb_128.vb_8.ppt_1.pg_0.pdl_1"; };  /
 struct V20 { static constexpr char id[] = "tpb_128.vb_8.ppt_1.pg_1.pdl_1"; };  // fp16, sm_90
 struct V21 { static constexpr char id[] = "tpb_256.vb_16.ppt_1.pg_1.pdl_1"; };  // fp16, sm_90
 struct V22 { static constexpr char id[] = "tpb_128.vb_8.ppt_1.pg_0.pdl_1"; };  // bf16, sm_90
-struct V23 { static constexpr char id[] = "tpb_256.vb_8.ppt_1.pg_1.pdl_1"; };  // bf16, sm_90
-struct V24 { static constexpr char id[] = "tpb_256.vb_8.ppt_1.pg_0.pdl_1"; };  // bf16, sm_90
+struct V23 { static constexpr char id[] = "tpb_256.vb_8.ppt_1.pg_0.pdl_1"; };  // bf16, sm_90
+struct V24 { static constexpr char id[] = "tpb_256.vb_8.ppt_1.pg_1.pdl_1"; };  // bf16, sm_90
 struct V25 { static constexpr char id[] = "tpb_128.vb_8.ppt_1.pg_1.pdl_1"; };  // bf16, sm_90
-struct V26 { static constexpr char id[] = "tpb_256.vb_16.ppt_1.pg_1.pdl_1"; };  // bf16, sm_90
-struct V27 { static constexpr char id[] = "tpb_128.vb_16.ppt_1.pg_1.pdl_1"; };  // bf16, sm_90
+struct V26 { static constexpr char id[] = "tpb_128.vb_16.ppt_1.pg_1.pdl_1"; };  // bf16, sm_90
+struct V27 { static constexpr char id[] = "tpb_256.vb_16.ppt_1.pg_1.pdl_1"; };  // bf16, sm_90
 
 inline constexpr ktune::TunedEntry entries[] = {
     // NVIDIA H100 80GB HBM3 (sm_90), fp32
@@ -136,214 +136,207 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8192,heads=64,head_size=128: 134 us (S 135 us, 1.01x), spread 0.2%, band 1.0% (retest), 101.9% of copy
     {90, "NVIDIA H100 80GB HBM3", ktune::DType::bf16, INT64_MAX, 51, INT64_MAX, 8, V8::id},
     // NVIDIA H200 (sm_90), fp32
-    //   tokens=1,heads=2,head_size=128: 1.23 us (S 1.99 us, 1.62x), spread 0.0%, band 1.4% (retest), 0.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1, 0, 2, 1, V1::id},
-    //   tokens=2,heads=2,head_size=128: 1.32 us (S 2.00 us, 1.52x), spread 1.3%, band 1.3% (retest), 0.1% of copy
+    //   tokens=1,heads=2,head_size=128: 1.26 us (S 2.07 us, 1.65x), spread 1.0%, band 1.0% (retest), 0.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1, 0, 2, 10, V10::id},
+    //   tokens=2,heads=2,head_size=128: 1.35 us (S 2.07 us, 1.53x), spread 1.2%, band 1.2% (retest), 0.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2, 0, 2, 11, V11::id},
     //   tokens=4,heads=2: not measured; the bracket rule's choice
     //   tokens=7,heads=2: not measured; the bracket rule's choice
-    //   tokens=8,heads=2,head_size=128: 1.40 us (S 2.07 us, 1.48x), spread 0.9%, band 1.0% (retest), 0.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 8, 0, 2, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 7, 0, 2, 12, V12::id},
+    //   tokens=8,heads=2,head_size=128: 1.44 us (S 2.18 us, 1.51x), spread 0.8%, band 1.0% (retest), 0.4% of copy
     //   tokens=11,heads=2: not measured; the bracket rule's choice
     //   tokens=15,heads=2: not measured; the bracket rule's choice
-    //   tokens=16,heads=2,head_size=128: 1.42 us (S 2.12 us, 1.50x), spread 0.7%, band 1.0% (retest), 0.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 0, 2, 11, V11::id},
+    //   tokens=16,heads=2,head_size=128: 1.46 us (S 2.22 us, 1.51x), spread 2.1%, band 2.1% (retest), 0.8% of copy
     //   tokens=22,heads=2: not measured; the bracket rule's choice
     //   tokens=31,heads=2: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 31, 0, 2, 12, V12::id},
-    //   tokens=32,heads=2,head_size=128: 1.44 us (S 2.24 us, 1.55x), spread 0.7%, band 1.0% (retest), 1.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 32, 0, 2, 1, V1::id},
+    //   tokens=32,heads=2,head_size=128: 1.48 us (S 2.31 us, 1.57x), spread 1.2%, band 1.1% (retest), 1.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 32, 0, 2, 10, V10::id},
     //   tokens=45,heads=2: not measured; the bracket rule's choice
     //   tokens=63,heads=2: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 63, 0, 2, 12, V12::id},
-    //   tokens=64,heads=2,head_size=128: 1.47 us (S 2.29 us, 1.56x), spread 0.8%, band 1.0% (retest), 3.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 0, 2, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 63, 0, 2, 13, V13::id},
+    //   tokens=64,heads=2,head_size=128: 1.53 us (S 2.37 us, 1.55x), spread 1.2%, band 2.1% (retest), 3.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 0, 2, 11, V11::id},
     //   tokens=128,heads=2: not measured; the bracket rule's choice
     //   tokens=255,heads=2: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 0, 2, 12, V12::id},
-    //   tokens=256,heads=2,head_size=128: 1.66 us (S 2.52 us, 1.51x), spread 0.5%, band 1.0% (retest), 11.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 0, 2, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 0, 2, 14, V14::id},
+    //   tokens=256,heads=2,head_size=128: 1.66 us (S 2.55 us, 1.54x), spread 0.2%, band 1.0% (retest), 11.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 0, 2, 1, V1::id},
     //   tokens=362,heads=2: not measured; the bracket rule's choice
     //   tokens=511,heads=2: not measured; the bracket rule's choice
-    //   tokens=512,heads=2,head_size=128: 1.83 us (S 2.66 us, 1.45x), spread 0.9%, band 1.0% (retest), 20.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 0, 2, 15, V15::id},
+    //   tokens=512,heads=2,head_size=128: 1.85 us (S 2.70 us, 1.45x), spread 0.3%, band 1.1% (retest), 20.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 0, 2, 1, V1::id},
     //   tokens=724,heads=2: not measured; the bracket rule's choice
     //   tokens=1023,heads=2: not measured; the bracket rule's choice
-    //   tokens=1024,heads=2,head_size=128: 2.32 us (S 3.08 us, 1.33x), spread 0.2%, band 1.0% (retest), 32.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 0, 2, 1, V1::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 0, 2, 15, V15::id},
+    //   tokens=1024,heads=2,head_size=128: 2.36 us (S 3.19 us, 1.35x), spread 1.2%, band 1.2% (retest), 31.7% of copy
     //   tokens=1448,heads=2: not measured; the bracket rule's choice
     //   tokens=2047,heads=2: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 0, 2, 13, V13::id},
-    //   tokens=2048,heads=2,head_size=128: 3.10 us (S 3.87 us, 1.25x), spread 0.3%, band 1.0% (retest), 48.1% of copy
+    //   tokens=2048,heads=2,head_size=128: 3.14 us (S 3.95 us, 1.26x), spread 0.6%, band 1.0% (retest), 47.6% of copy
     //   tokens=4096,heads=2: not measured; the bracket rule's choice
     //   tokens=8191,heads=2: not measured; the bracket rule's choice
-    //   tokens=8192,heads=2,head_size=128: 7.83 us (S 8.62 us, 1.10x), spread 0.2%, band 1.0% (retest), 76.1% of copy
+    //   tokens=8192,heads=2,head_size=128: 7.94 us (S 8.72 us, 1.10x), spread 0.4%, band 1.0% (retest), 75.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 2, 1, V1::id},
-    //   tokens=1,heads=4,head_size=128: 1.32 us (S 2.03 us, 1.54x), spread 0.5%, band 1.0% (retest), 0.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1, 3, 5, 12, V12::id},
-    //   tokens=2,heads=4,head_size=128: 1.37 us (S 2.06 us, 1.51x), spread 0.7%, band 1.0% (retest), 0.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2, 3, 5, 10, V10::id},
+    //   tokens=1,heads=4,head_size=128: 1.36 us (S 2.07 us, 1.52x), spread 1.5%, band 1.5% (retest), 0.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1, 3, 5, 14, V14::id},
+    //   tokens=2,heads=4,head_size=128: 1.42 us (S 2.12 us, 1.49x), spread 1.2%, band 1.7% (retest), 0.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2, 3, 5, 1, V1::id},
     //   tokens=4,heads=4: not measured; the bracket rule's choice
     //   tokens=7,heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 7, 3, 5, 0, V0::id},
-    //   tokens=8,heads=4,head_size=128: 1.42 us (S 2.12 us, 1.50x), spread 1.2%, band 1.0% (retest), 0.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 8, 3, 5, 1, V1::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 7, 3, 5, 15, V15::id},
+    //   tokens=8,heads=4,head_size=128: 1.46 us (S 2.19 us, 1.50x), spread 0.9%, band 1.0% (retest), 0.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8, 3, 5, 11, V11::id},
     //   tokens=11,heads=4: not measured; the bracket rule's choice
     //   tokens=15,heads=4: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 15, 3, 5, 14, V14::id},
-    //   tokens=16,heads=4,head_size=128: 1.43 us (S 2.23 us, 1.56x), spread 0.4%, band 1.0% (retest), 1.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 3, 5, 12, V12::id},
+    //   tokens=16,heads=4,head_size=128: 1.49 us (S 2.30 us, 1.54x), spread 0.7%, band 1.0% (retest), 1.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 16, 3, 5, 11, V11::id},
     //   tokens=22,heads=4: not measured; the bracket rule's choice
     //   tokens=31,heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 31, 3, 5, 14, V14::id},
-    //   tokens=32,heads=4,head_size=128: 1.48 us (S 2.30 us, 1.55x), spread 0.4%, band 1.0% (retest), 3.1% of copy
+    //   tokens=32,heads=4,head_size=128: 1.52 us (S 2.37 us, 1.56x), spread 1.2%, band 1.0% (retest), 3.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 32, 3, 5, 1, V1::id},
     //   tokens=45,heads=4: not measured; the bracket rule's choice
     //   tokens=63,heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 63, 3, 5, 11, V11::id},
-    //   tokens=64,heads=4,head_size=128: 1.52 us (S 2.35 us, 1.55x), spread 1.0%, band 1.1% (retest), 6.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 3, 5, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 63, 3, 5, 12, V12::id},
+    //   tokens=64,heads=4,head_size=128: 1.56 us (S 2.42 us, 1.56x), spread 0.3%, band 1.0% (retest), 6.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 3, 5, 11, V11::id},
     //   tokens=128,heads=4: not measured; the bracket rule's choice
     //   tokens=255,heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 3, 5, 0, V0::id},
-    //   tokens=256,heads=4,head_size=128: 1.81 us (S 2.66 us, 1.47x), spread 0.9%, band 1.0% (retest), 20.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 3, 5, 1, V1::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 3, 5, 15, V15::id},
+    //   tokens=256,heads=4,head_size=128: 1.83 us (S 2.69 us, 1.47x), spread 0.7%, band 1.0% (retest), 20.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 3, 5, 11, V11::id},
     //   tokens=362,heads=4: not measured; the bracket rule's choice
     //   tokens=511,heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 3, 5, 13, V13::id},
-    //   tokens=512,heads=4,head_size=128: 2.28 us (S 3.08 us, 1.35x), spread 0.8%, band 1.0% (retest), 32.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 3, 5, 15, V15::id},
+    //   tokens=512,heads=4,head_size=128: 2.36 us (S 3.16 us, 1.34x), spread 0.3%, band 1.1% (retest), 31.7% of copy
     //   tokens=724,heads=4: not measured; the bracket rule's choice
     //   tokens=1023,heads=4: not measured; the bracket rule's choice
-    //   tokens=1024,heads=4,head_size=128: 3.12 us (S 3.85 us, 1.23x), spread 0.6%, band 1.0% (retest), 47.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 3, 5, 11, V11::id},
+    //   tokens=1024,heads=4,head_size=128: 3.15 us (S 3.94 us, 1.25x), spread 0.6%, band 1.0% (retest), 47.5% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 1024, 3, 5, 1, V1::id},
     //   tokens=1448,heads=4: not measured; the bracket rule's choice
     //   tokens=2047,heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 3, 5, 14, V14::id},
-    //   tokens=2048,heads=4,head_size=128: 4.62 us (S 5.36 us, 1.16x), spread 0.7%, band 1.0% (retest), 64.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 3, 5, 11, V11::id},
+    //   tokens=2048,heads=4,head_size=128: 4.66 us (S 5.43 us, 1.17x), spread 0.6%, band 1.6% (retest), 64.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 3, 5, 1, V1::id},
     //   tokens=4096,heads=4: not measured; the bracket rule's choice
     //   tokens=8191,heads=4: not measured; the bracket rule's choice
-    //   tokens=8192,heads=4,head_size=128: 13.5 us (S 14.5 us, 1.07x), spread 0.4%, band 1.0% (retest), 88.5% of copy
+    //   tokens=8192,heads=4,head_size=128: 13.5 us (S 14.6 us, 1.08x), spread 0.4%, band 1.0% (retest), 88.7% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 3, 5, 0, V0::id},
-    //   tokens=1,heads=8,head_size=128: 1.37 us (S 2.07 us, 1.51x), spread 0.8%, band 1.0% (retest), 0.2% of copy
+    //   tokens=1,heads=8,head_size=128: 1.42 us (S 2.11 us, 1.49x), spread 1.0%, band 2.0% (retest), 0.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 1, 6, 11, 1, V1::id},
-    //   tokens=2,heads=8,head_size=128: 1.40 us (S 2.08 us, 1.49x), spread 1.1%, band 1.1% (retest), 0.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2, 6, 11, 11, V11::id},
+    //   tokens=2,heads=8,head_size=128: 1.43 us (S 2.16 us, 1.51x), spread 1.4%, band 1.4% (retest), 0.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2, 6, 11, 10, V10::id},
     //   tokens=4,heads=8: not measured; the bracket rule's choice
     //   tokens=7,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 7, 6, 11, 12, V12::id},
-    //   tokens=8,heads=8,head_size=128: 1.44 us (S 2.22 us, 1.54x), spread 0.6%, band 1.0% (retest), 1.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 8, 6, 11, 11, V11::id},
+    //   tokens=8,heads=8,head_size=128: 1.49 us (S 2.30 us, 1.55x), spread 0.5%, band 1.0% (retest), 1.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8, 6, 11, 14, V14::id},
     //   tokens=11,heads=8: not measured; the bracket rule's choice
     //   tokens=15,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 15, 6, 11, 15, V15::id},
-    //   tokens=16,heads=8,head_size=128: 1.48 us (S 2.28 us, 1.55x), spread 0.9%, band 1.0% (retest), 3.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 6, 11, 11, V11::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 15, 6, 11, 13, V13::id},
+    //   tokens=16,heads=8,head_size=128: 1.52 us (S 2.36 us, 1.55x), spread 0.6%, band 1.9% (retest), 3.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 16, 6, 11, 1, V1::id},
     //   tokens=22,heads=8: not measured; the bracket rule's choice
     //   tokens=31,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 31, 6, 11, 10, V10::id},
-    //   tokens=32,heads=8,head_size=128: 1.52 us (S 2.34 us, 1.54x), spread 1.3%, band 1.0% (retest), 6.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 32, 6, 11, 11, V11::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 31, 6, 11, 15, V15::id},
+    //   tokens=32,heads=8,head_size=128: 1.57 us (S 2.42 us, 1.54x), spread 1.2%, band 1.1% (retest), 6.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 32, 6, 11, 1, V1::id},
     //   tokens=45,heads=8: not measured; the bracket rule's choice
     //   tokens=63,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 63, 6, 11, 14, V14::id},
-    //   tokens=64,heads=8,head_size=128: 1.62 us (S 2.51 us, 1.54x), spread 0.5%, band 1.0% (retest), 11.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 6, 11, 0, V0::id},
+    //   tokens=64,heads=8,head_size=128: 1.63 us (S 2.56 us, 1.57x), spread 0.3%, band 1.0% (retest), 11.5% of copy
     //   tokens=128,heads=8: not measured; the bracket rule's choice
     //   tokens=255,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 6, 11, 14, V14::id},
-    //   tokens=256,heads=8,head_size=128: 2.26 us (S 3.06 us, 1.35x), spread 0.3%, band 1.0% (retest), 32.9% of copy
+    //   tokens=256,heads=8,head_size=128: 2.31 us (S 3.16 us, 1.37x), spread 0.9%, band 1.0% (retest), 32.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 256, 6, 11, 0, V0::id},
     //   tokens=362,heads=8: not measured; the bracket rule's choice
     //   tokens=511,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 6, 11, 14, V14::id},
-    //   tokens=512,heads=8,head_size=128: 3.13 us (S 3.86 us, 1.23x), spread 1.3%, band 1.0% (retest), 47.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 512, 6, 11, 0, V0::id},
+    //   tokens=512,heads=8,head_size=128: 3.16 us (S 3.93 us, 1.24x), spread 0.7%, band 1.0% (retest), 47.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 6, 11, 11, V11::id},
     //   tokens=724,heads=8: not measured; the bracket rule's choice
     //   tokens=1023,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 1023, 6, 11, 14, V14::id},
-    //   tokens=1024,heads=8,head_size=128: 4.62 us (S 5.38 us, 1.17x), spread 0.8%, band 1.0% (retest), 64.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 6, 11, 1, V1::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 6, 11, 15, V15::id},
+    //   tokens=1024,heads=8,head_size=128: 4.68 us (S 5.43 us, 1.16x), spread 1.4%, band 1.0% (retest), 63.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 6, 11, 11, V11::id},
     //   tokens=1448,heads=8: not measured; the bracket rule's choice
     //   tokens=2047,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 6, 11, 13, V13::id},
-    //   tokens=2048,heads=8,head_size=128: 7.70 us (S 8.65 us, 1.12x), spread 0.2%, band 1.0% (retest), 77.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 6, 11, 15, V15::id},
+    //   tokens=2048,heads=8,head_size=128: 7.75 us (S 8.74 us, 1.13x), spread 0.3%, band 1.0% (retest), 77.2% of copy
     //   tokens=4096,heads=8: not measured; the bracket rule's choice
     //   tokens=8191,heads=8: not measured; the bracket rule's choice
-    //   tokens=8192,heads=8,head_size=128: 25.3 us (S 26.1 us, 1.03x), spread 0.2%, band 1.0% (retest), 94.3% of copy
+    //   tokens=8192,heads=8,head_size=128: 25.2 us (S 26.2 us, 1.04x), spread 0.5%, band 1.0% (retest), 94.9% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 6, 11, 0, V0::id},
-    //   tokens=1,heads=16,head_size=128: 1.40 us (S 2.08 us, 1.49x), spread 0.4%, band 1.7% (retest), 0.4% of copy
-    //   tokens=2,heads=16,head_size=128: 1.42 us (S 2.13 us, 1.50x), spread 0.7%, band 1.0% (retest), 0.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2, 12, 21, 1, V1::id},
+    //   tokens=1,heads=16,head_size=128: 1.44 us (S 2.18 us, 1.51x), spread 1.7%, band 1.7% (retest), 0.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1, 12, 21, 1, V1::id},
+    //   tokens=2,heads=16,head_size=128: 1.46 us (S 2.19 us, 1.50x), spread 1.7%, band 1.7% (retest), 0.8% of copy
     //   tokens=4,heads=16: not measured; the bracket rule's choice
     //   tokens=7,heads=16: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 7, 12, 21, 13, V13::id},
-    //   tokens=8,heads=16,head_size=128: 1.48 us (S 2.30 us, 1.56x), spread 0.4%, band 1.0% (retest), 3.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 8, 12, 21, 1, V1::id},
+    //   tokens=8,heads=16,head_size=128: 1.52 us (S 2.37 us, 1.56x), spread 0.6%, band 1.0% (retest), 3.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8, 12, 21, 10, V10::id},
     //   tokens=11,heads=16: not measured; the bracket rule's choice
     //   tokens=15,heads=16: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 15, 12, 21, 10, V10::id},
-    //   tokens=16,heads=16,head_size=128: 1.52 us (S 2.34 us, 1.54x), spread 1.0%, band 1.0% (retest), 6.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 15, 12, 21, 12, V12::id},
+    //   tokens=16,heads=16,head_size=128: 1.57 us (S 2.42 us, 1.54x), spread 0.7%, band 1.0% (retest), 6.0% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 16, 12, 21, 1, V1::id},
     //   tokens=22,heads=16: not measured; the bracket rule's choice
     //   tokens=31,heads=16: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 31, 12, 21, 14, V14::id},
-    //   tokens=32,heads=16,head_size=128: 1.62 us (S 2.52 us, 1.55x), spread 0.3%, band 1.0% (retest), 11.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 31, 12, 21, 11, V11::id},
+    //   tokens=32,heads=16,head_size=128: 1.62 us (S 2.56 us, 1.58x), spread 0.2%, band 1.0% (retest), 11.5% of copy
     //   tokens=45,heads=16: not measured; the bracket rule's choice
     //   tokens=63,heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 63, 12, 21, 0, V0::id},
-    //   tokens=64,heads=16,head_size=128: 1.82 us (S 2.65 us, 1.46x), spread 1.1%, band 1.0% (retest), 20.5% of copy
+    //   tokens=64,heads=16,head_size=128: 1.83 us (S 2.70 us, 1.47x), spread 0.6%, band 1.1% (retest), 20.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 12, 21, 1, V1::id},
     //   tokens=128,heads=16: not measured; the bracket rule's choice
     //   tokens=255,heads=16: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 12, 21, 1, V1::id},
-    //   tokens=256,heads=16,head_size=128: 3.08 us (S 3.86 us, 1.25x), spread 0.7%, band 1.0% (retest), 48.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 12, 21, 0, V0::id},
+    //   tokens=256,heads=16,head_size=128: 3.13 us (S 3.91 us, 1.25x), spread 0.4%, band 1.0% (retest), 47.8% of copy
     //   tokens=362,heads=16: not measured; the bracket rule's choice
     //   tokens=511,heads=16: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 12, 21, 16, V16::id},
-    //   tokens=512,heads=16,head_size=128: 4.61 us (S 5.34 us, 1.16x), spread 0.5%, band 1.0% (retest), 64.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 12, 21, 2, V2::id},
+    //   tokens=512,heads=16,head_size=128: 4.66 us (S 5.45 us, 1.17x), spread 0.4%, band 1.0% (retest), 64.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 512, 12, 21, 1, V1::id},
     //   tokens=724,heads=16: not measured; the bracket rule's choice
     //   tokens=1023,heads=16: not measured; the bracket rule's choice
-    //   tokens=1024,heads=16,head_size=128: 7.68 us (S 8.70 us, 1.13x), spread 0.5%, band 1.0% (retest), 77.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 12, 21, 15, V15::id},
+    //   tokens=1024,heads=16,head_size=128: 7.76 us (S 8.75 us, 1.13x), spread 0.3%, band 1.0% (retest), 77.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 1024, 12, 21, 0, V0::id},
     //   tokens=1448,heads=16: not measured; the bracket rule's choice
     //   tokens=2047,heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 2047, 12, 21, 16, V16::id},
-    //   tokens=2048,heads=16,head_size=128: 13.6 us (S 14.5 us, 1.07x), spread 0.3%, band 1.0% (retest), 87.8% of copy
+    //   tokens=2048,heads=16,head_size=128: 13.6 us (S 14.6 us, 1.07x), spread 0.2%, band 1.0% (retest), 87.9% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 12, 21, 0, V0::id},
     //   tokens=4096,heads=16: not measured; the bracket rule's choice
     //   tokens=8191,heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 8191, 12, 21, 16, V16::id},
-    //   tokens=8192,heads=16,head_size=128: 48.3 us (S 49.4 us, 1.02x), spread 0.2%, band 1.0% (retest), 98.6% of copy
+    //   tokens=8192,heads=16,head_size=128: 48.3 us (S 49.6 us, 1.03x), spread 0.2%, band 1.0% (retest), 99.0% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 12, 21, 0, V0::id},
     //   tokens=1,heads=28,head_size=128: 1.44 us (S 2.20 us, 1.53x), spread 0.4%, band 1.0% (retest), 0.7% of copy
     //   tokens=2,heads=28,head_size=128: 1.48 us (S 2.25 us, 1.53x), spread 0.6%, band 1.0% (retest), 1.4% of copy
     //   tokens=4,heads=28: not measured; the bracket rule's choice
     //   tokens=7,heads=28: not measured; the bracket rule's choice
     //   tokens=8,heads=28,head_size=128: 1.53 us (S 2.40 us, 1.57x), spread 0.7%, band 1.0% (retest), 5.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 8, 22, 42, 11, V11::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 8, 22, 42, 10, V10::id},
     //   tokens=11,heads=28: not measured; the bracket rule's choice
     //   tokens=15,heads=28: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 15, 22, 42, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 15, 22, 42, 12, V12::id},
     //   tokens=16,heads=28,head_size=128: 1.63 us (S 2.50 us, 1.53x), spread 0.6%, band 1.0% (retest), 10.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 22, 42, 11, V11::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 16, 22, 42, 10, V10::id},
     //   tokens=22,heads=28: not measured; the bracket rule's choice
     //   tokens=31,heads=28: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 31, 22, 42, 14, V14::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 31, 22, 42, 11, V11::id},
     //   tokens=32,heads=28,head_size=128: 1.79 us (S 2.68 us, 1.49x), spread 0.8%, band 1.0% (retest), 18.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 32, 22, 42, 1, V1::id},
     //   tokens=45,heads=28: not measured; the bracket rule's choice
     //   tokens=63,heads=28: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 63, 22, 42, 14, V14::id},
-    //   tokens=64,heads=28,head_size=128: 2.22 us (S 3.05 us, 1.37x), spread 0.4%, band 1.0% (retest), 29.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 22, 42, 16, V16::id},
+    //   tokens=64,heads=28,head_size=128: 2.22 us (S 3.05 us, 1.38x), spread 0.6%, band 1.0% (retest), 29.6% of copy
     //   tokens=128,heads=28: not measured; the bracket rule's choice
     //   tokens=255,heads=28: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 22, 42, 14, V14::id},
-    //   tokens=256,heads=28,head_size=128: 4.24 us (S 4.98 us, 1.17x), spread 0.7%, band 1.0% (retest), 61.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 22, 42, 1, V1::id},
+    //   tokens=256,heads=28,head_size=128: 4.24 us (S 4.98 us, 1.18x), spread 0.1%, band 1.0% (retest), 61.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 22, 42, 11, V11::id},
     //   tokens=362,heads=28: not measured; the bracket rule's choice
     //   tokens=511,heads=28: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 22, 42, 0, V0::id},
-    //   tokens=512,heads=28,head_size=128: 6.86 us (S 7.80 us, 1.14x), spread 1.0%, band 1.0% (retest), 76.5% of copy
+    //   tokens=512,heads=28,head_size=128: 6.90 us (S 7.80 us, 1.13x), spread 0.7%, band 1.0% (retest), 76.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 22, 42, 0, V0::id},
     //   tokens=724,heads=28: not measured; the bracket rule's choice
     //   tokens=1023,heads=28: not measured; the bracket rule's choice
     //   tokens=1024,heads=28,head_size=128: 11.9 us (S 13.1 us, 1.10x), spread 0.2%, band 1.0% (retest), 87.9% of copy
@@ -354,210 +347,209 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8191,heads=28: not measured; the bracket rule's choice
     //   tokens=8192,heads=28,head_size=128: 82.2 us (S 84.6 us, 1.03x), spread 0.4%, band 1.0% (retest), 102.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 22, 42, 16, V16::id},
-    //   tokens=1,heads=64,head_size=128: 1.43 us (S 2.21 us, 1.55x), spread 0.8%, band 1.0% (retest), 1.6% of copy
-    //   tokens=2,heads=64,head_size=128: 1.47 us (S 2.29 us, 1.55x), spread 0.8%, band 1.0% (retest), 3.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2, 43, INT64_MAX, 12, V12::id},
+    //   tokens=1,heads=64,head_size=128: 1.49 us (S 2.30 us, 1.55x), spread 0.9%, band 1.3% (retest), 1.6% of copy
+    //   tokens=2,heads=64,head_size=128: 1.52 us (S 2.37 us, 1.56x), spread 0.6%, band 1.4% (retest), 3.1% of copy
     //   tokens=4,heads=64: not measured; the bracket rule's choice
     //   tokens=7,heads=64: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 7, 43, INT64_MAX, 13, V13::id},
-    //   tokens=8,heads=64,head_size=128: 1.62 us (S 2.52 us, 1.55x), spread 0.7%, band 1.0% (retest), 11.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 8, 43, INT64_MAX, 0, V0::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 7, 43, INT64_MAX, 1, V1::id},
+    //   tokens=8,heads=64,head_size=128: 1.62 us (S 2.54 us, 1.57x), spread 1.0%, band 1.0% (retest), 11.5% of copy
     //   tokens=11,heads=64: not measured; the bracket rule's choice
     //   tokens=15,heads=64: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 15, 43, INT64_MAX, 14, V14::id},
-    //   tokens=16,heads=64,head_size=128: 1.81 us (S 2.66 us, 1.47x), spread 0.6%, band 1.0% (retest), 20.5% of copy
+    //   tokens=16,heads=64,head_size=128: 1.82 us (S 2.69 us, 1.48x), spread 0.8%, band 1.0% (retest), 20.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 16, 43, INT64_MAX, 0, V0::id},
     //   tokens=22,heads=64: not measured; the bracket rule's choice
     //   tokens=31,heads=64: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 31, 43, INT64_MAX, 14, V14::id},
-    //   tokens=32,heads=64,head_size=128: 2.26 us (S 3.05 us, 1.35x), spread 0.4%, band 1.0% (retest), 32.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 32, 43, INT64_MAX, 0, V0::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 31, 43, INT64_MAX, 11, V11::id},
+    //   tokens=32,heads=64,head_size=128: 2.31 us (S 3.16 us, 1.37x), spread 0.6%, band 1.2% (retest), 32.4% of copy
     //   tokens=45,heads=64: not measured; the bracket rule's choice
     //   tokens=63,heads=64: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 63, 43, INT64_MAX, 13, V13::id},
-    //   tokens=64,heads=64,head_size=128: 3.08 us (S 3.85 us, 1.25x), spread 0.9%, band 1.0% (retest), 48.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 43, INT64_MAX, 2, V2::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 63, 43, INT64_MAX, 0, V0::id},
+    //   tokens=64,heads=64,head_size=128: 3.15 us (S 3.93 us, 1.25x), spread 0.7%, band 1.0% (retest), 47.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 43, INT64_MAX, 1, V1::id},
     //   tokens=128,heads=64: not measured; the bracket rule's choice
     //   tokens=255,heads=64: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 43, INT64_MAX, 13, V13::id},
-    //   tokens=256,heads=64,head_size=128: 7.75 us (S 8.63 us, 1.11x), spread 0.6%, band 1.0% (retest), 76.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 43, INT64_MAX, 2, V2::id},
+    //   tokens=256,heads=64,head_size=128: 7.74 us (S 8.74 us, 1.13x), spread 0.4%, band 1.0% (retest), 77.3% of copy
     //   tokens=362,heads=64: not measured; the bracket rule's choice
     //   tokens=511,heads=64: not measured; the bracket rule's choice
-    //   tokens=512,heads=64,head_size=128: 13.5 us (S 14.5 us, 1.07x), spread 0.8%, band 1.0% (retest), 88.5% of copy
+    //   tokens=512,heads=64,head_size=128: 13.5 us (S 14.6 us, 1.08x), spread 0.4%, band 1.0% (retest), 88.6% of copy
     //   tokens=724,heads=64: not measured; the bracket rule's choice
     //   tokens=1023,heads=64: not measured; the bracket rule's choice
-    //   tokens=1024,heads=64,head_size=128: 25.1 us (S 26.1 us, 1.04x), spread 0.1%, band 1.0% (retest), 95.0% of copy
+    //   tokens=1024,heads=64,head_size=128: 25.0 us (S 26.2 us, 1.05x), spread 0.8%, band 1.0% (retest), 95.6% of copy
     //   tokens=1448,heads=64: not measured; the bracket rule's choice
     //   tokens=2047,heads=64: not measured; the bracket rule's choice
-    //   tokens=2048,heads=64,head_size=128: 48.1 us (S 49.3 us, 1.03x), spread 0.2%, band 1.0% (retest), 99.1% of copy
+    //   tokens=2048,heads=64,head_size=128: 48.0 us (S 49.6 us, 1.03x), spread 0.0%, band 1.0% (retest), 99.6% of copy
     //   tokens=4096,heads=64: not measured; the bracket rule's choice
     //   tokens=8191,heads=64: not measured; the bracket rule's choice
-    //   tokens=8192,heads=64,head_size=128: 187 us (S 190 us, 1.01x), spread 0.1%, band 1.0% (retest), 101.7% of copy
+    //   tokens=8192,heads=64,head_size=128: 187 us (S 191 us, 1.02x), spread 0.3%, band 1.0% (retest), 102.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 43, INT64_MAX, 16, V16::id},
     // NVIDIA H200 (sm_90), fp16
-    //   tokens=1,heads=2,head_size=128: 1.22 us (S 1.96 us, 1.61x), spread 0.4%, band 1.0% (retest), 0.0% of copy
+    //   tokens=1,heads=2,head_size=128: 1.26 us (S 2.04 us, 1.62x), spread 0.9%, band 1.5% (retest), 0.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 1, 0, 2, 17, V17::id},
-    //   tokens=2,heads=2,head_size=128: 1.29 us (S 1.98 us, 1.53x), spread 1.4%, band 1.4% (retest), 0.1% of copy
+    //   tokens=2,heads=2,head_size=128: 1.33 us (S 2.08 us, 1.56x), spread 0.7%, band 1.0% (retest), 0.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2, 0, 2, 18, V18::id},
     //   tokens=4,heads=2: not measured; the bracket rule's choice
     //   tokens=7,heads=2: not measured; the bracket rule's choice
-    //   tokens=8,heads=2,head_size=128: 1.38 us (S 2.05 us, 1.48x), spread 0.7%, band 1.0% (retest), 0.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 7, 0, 2, 4, V4::id},
+    //   tokens=8,heads=2,head_size=128: 1.42 us (S 2.12 us, 1.50x), spread 1.1%, band 1.3% (retest), 0.2% of copy
     //   tokens=11,heads=2: not measured; the bracket rule's choice
     //   tokens=15,heads=2: not measured; the bracket rule's choice
-    //   tokens=16,heads=2,head_size=128: 1.41 us (S 2.10 us, 1.49x), spread 0.9%, band 1.0% (retest), 0.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 16, 0, 2, 4, V4::id},
+    //   tokens=16,heads=2,head_size=128: 1.45 us (S 2.19 us, 1.51x), spread 1.0%, band 1.5% (retest), 0.4% of copy
     //   tokens=22,heads=2: not measured; the bracket rule's choice
     //   tokens=31,heads=2: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 31, 0, 2, 18, V18::id},
-    //   tokens=32,heads=2,head_size=128: 1.42 us (S 2.12 us, 1.50x), spread 0.3%, band 1.0% (retest), 0.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 32, 0, 2, 4, V4::id},
+    //   tokens=32,heads=2,head_size=128: 1.47 us (S 2.19 us, 1.49x), spread 2.4%, band 1.5% (retest), 0.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 32, 0, 2, 18, V18::id},
     //   tokens=45,heads=2: not measured; the bracket rule's choice
     //   tokens=63,heads=2: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 63, 0, 2, 18, V18::id},
-    //   tokens=64,heads=2,head_size=128: 1.45 us (S 2.24 us, 1.54x), spread 0.8%, band 1.0% (retest), 1.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 64, 0, 2, 4, V4::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 63, 0, 2, 4, V4::id},
+    //   tokens=64,heads=2,head_size=128: 1.51 us (S 2.31 us, 1.54x), spread 1.2%, band 2.2% (retest), 1.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 64, 0, 2, 18, V18::id},
     //   tokens=128,heads=2: not measured; the bracket rule's choice
     //   tokens=255,heads=2: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 255, 0, 2, 19, V19::id},
-    //   tokens=256,heads=2,head_size=128: 1.57 us (S 2.36 us, 1.51x), spread 0.8%, band 1.0% (retest), 6.0% of copy
+    //   tokens=256,heads=2,head_size=128: 1.61 us (S 2.43 us, 1.51x), spread 0.5%, band 1.0% (retest), 5.8% of copy
     //   tokens=362,heads=2: not measured; the bracket rule's choice
     //   tokens=511,heads=2: not measured; the bracket rule's choice
-    //   tokens=512,heads=2,head_size=128: 1.70 us (S 2.53 us, 1.49x), spread 0.3%, band 1.0% (retest), 11.0% of copy
+    //   tokens=512,heads=2,head_size=128: 1.71 us (S 2.56 us, 1.50x), spread 0.6%, band 1.0% (retest), 11.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 512, 0, 2, 19, V19::id},
     //   tokens=724,heads=2: not measured; the bracket rule's choice
     //   tokens=1023,heads=2: not measured; the bracket rule's choice
-    //   tokens=1024,heads=2,head_size=128: 1.95 us (S 2.67 us, 1.37x), spread 0.2%, band 1.0% (retest), 19.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1023, 0, 2, 20, V20::id},
+    //   tokens=1024,heads=2,head_size=128: 1.98 us (S 2.71 us, 1.37x), spread 0.1%, band 1.0% (retest), 19.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 0, 2, 19, V19::id},
     //   tokens=1448,heads=2: not measured; the bracket rule's choice
     //   tokens=2047,heads=2: not measured; the bracket rule's choice
-    //   tokens=2048,heads=2,head_size=128: 2.76 us (S 3.07 us, 1.11x), spread 0.0%, band 1.0% (retest), 27.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 0, 2, 20, V20::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 2047, 0, 2, 3, V3::id},
+    //   tokens=2048,heads=2,head_size=128: 2.82 us (S 3.16 us, 1.12x), spread 0.5%, band 1.0% (retest), 26.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2048, 0, 2, 19, V19::id},
     //   tokens=4096,heads=2: not measured; the bracket rule's choice
     //   tokens=8191,heads=2: not measured; the bracket rule's choice
-    //   tokens=8192,heads=2,head_size=128: 5.69 us (S 5.38 us, 0.94x), spread 0.5%, band 1.0% (retest), 52.7% of copy
+    //   tokens=8192,heads=2,head_size=128: 5.79 us (S 5.44 us, 0.94x), spread 0.3%, band 1.0% (retest), 52.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 2, 17, V17::id},
-    //   tokens=1,heads=4,head_size=128: 1.32 us (S 1.97 us, 1.49x), spread 0.6%, band 1.0% (retest), 0.1% of copy
-    //   tokens=2,heads=4,head_size=128: 1.33 us (S 2.01 us, 1.51x), spread 0.9%, band 1.0% (retest), 0.1% of copy
+    //   tokens=1,heads=4,head_size=128: 1.36 us (S 2.08 us, 1.53x), spread 1.1%, band 2.0% (retest), 0.1% of copy
+    //   tokens=2,heads=4,head_size=128: 1.37 us (S 2.07 us, 1.51x), spread 2.4%, band 1.9% (retest), 0.1% of copy
     //   tokens=4,heads=4: not measured; the bracket rule's choice
     //   tokens=7,heads=4: not measured; the bracket rule's choice
-    //   tokens=8,heads=4,head_size=128: 1.40 us (S 2.09 us, 1.49x), spread 0.8%, band 1.0% (retest), 0.4% of copy
+    //   tokens=8,heads=4,head_size=128: 1.44 us (S 2.17 us, 1.50x), spread 2.0%, band 1.5% (retest), 0.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8, 3, 5, 19, V19::id},
     //   tokens=11,heads=4: not measured; the bracket rule's choice
     //   tokens=15,heads=4: not measured; the bracket rule's choice
-    //   tokens=16,heads=4,head_size=128: 1.41 us (S 2.12 us, 1.50x), spread 1.0%, band 1.0% (retest), 0.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 15, 3, 5, 20, V20::id},
+    //   tokens=16,heads=4,head_size=128: 1.46 us (S 2.22 us, 1.52x), spread 1.3%, band 1.3% (retest), 0.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 16, 3, 5, 19, V19::id},
     //   tokens=22,heads=4: not measured; the bracket rule's choice
     //   tokens=31,heads=4: not measured; the bracket rule's choice
-    //   tokens=32,heads=4,head_size=128: 1.45 us (S 2.24 us, 1.55x), spread 0.4%, band 1.0% (retest), 1.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 32, 3, 5, 4, V4::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 3, 5, 4, V4::id},
+    //   tokens=32,heads=4,head_size=128: 1.50 us (S 2.30 us, 1.54x), spread 1.0%, band 1.0% (retest), 1.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 32, 3, 5, 18, V18::id},
     //   tokens=45,heads=4: not measured; the bracket rule's choice
     //   tokens=63,heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 63, 3, 5, 18, V18::id},
-    //   tokens=64,heads=4,head_size=128: 1.49 us (S 2.32 us, 1.56x), spread 0.2%, band 1.0% (retest), 3.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 63, 3, 5, 20, V20::id},
+    //   tokens=64,heads=4,head_size=128: 1.55 us (S 2.41 us, 1.55x), spread 0.8%, band 2.7% (retest), 3.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 64, 3, 5, 17, V17::id},
     //   tokens=128,heads=4: not measured; the bracket rule's choice
     //   tokens=255,heads=4: not measured; the bracket rule's choice
-    //   tokens=256,heads=4,head_size=128: 1.67 us (S 2.53 us, 1.51x), spread 0.7%, band 1.0% (retest), 11.2% of copy
+    //   tokens=256,heads=4,head_size=128: 1.68 us (S 2.57 us, 1.53x), spread 0.4%, band 1.0% (retest), 11.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 256, 3, 5, 19, V19::id},
     //   tokens=362,heads=4: not measured; the bracket rule's choice
     //   tokens=511,heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 511, 3, 5, 20, V20::id},
-    //   tokens=512,heads=4,head_size=128: 1.90 us (S 2.68 us, 1.41x), spread 0.2%, band 1.0% (retest), 19.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 512, 3, 5, 17, V17::id},
+    //   tokens=512,heads=4,head_size=128: 1.92 us (S 2.71 us, 1.41x), spread 0.8%, band 1.0% (retest), 19.7% of copy
     //   tokens=724,heads=4: not measured; the bracket rule's choice
     //   tokens=1023,heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 1023, 3, 5, 3, V3::id},
-    //   tokens=1024,heads=4,head_size=128: 2.37 us (S 3.06 us, 1.29x), spread 0.2%, band 1.0% (retest), 31.7% of copy
+    //   tokens=1024,heads=4,head_size=128: 2.42 us (S 3.16 us, 1.31x), spread 0.4%, band 1.0% (retest), 31.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 3, 5, 17, V17::id},
     //   tokens=1448,heads=4: not measured; the bracket rule's choice
     //   tokens=2047,heads=4: not measured; the bracket rule's choice
-    //   tokens=2048,heads=4,head_size=128: 3.16 us (S 3.83 us, 1.21x), spread 0.5%, band 1.0% (retest), 47.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2047, 3, 5, 3, V3::id},
+    //   tokens=2048,heads=4,head_size=128: 3.20 us (S 3.92 us, 1.22x), spread 0.5%, band 1.0% (retest), 47.1% of copy
     //   tokens=4096,heads=4: not measured; the bracket rule's choice
     //   tokens=8191,heads=4: not measured; the bracket rule's choice
-    //   tokens=8192,heads=4,head_size=128: 7.95 us (S 8.65 us, 1.09x), spread 0.2%, band 1.0% (retest), 75.5% of copy
+    //   tokens=8192,heads=4,head_size=128: 8.06 us (S 8.72 us, 1.08x), spread 0.3%, band 1.0% (retest), 74.7% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3, 5, 17, V17::id},
-    //   tokens=1,heads=8,head_size=128: 1.34 us (S 2.01 us, 1.50x), spread 0.4%, band 1.0% (retest), 0.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1, 6, 11, 20, V20::id},
-    //   tokens=2,heads=8,head_size=128: 1.39 us (S 2.06 us, 1.48x), spread 0.5%, band 1.0% (retest), 0.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2, 6, 11, 17, V17::id},
+    //   tokens=1,heads=8,head_size=128: 1.38 us (S 2.11 us, 1.53x), spread 0.8%, band 1.0% (retest), 0.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1, 6, 11, 19, V19::id},
+    //   tokens=2,heads=8,head_size=128: 1.42 us (S 2.12 us, 1.49x), spread 1.3%, band 1.3% (retest), 0.2% of copy
     //   tokens=4,heads=8: not measured; the bracket rule's choice
     //   tokens=7,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 7, 6, 11, 19, V19::id},
-    //   tokens=8,heads=8,head_size=128: 1.42 us (S 2.12 us, 1.50x), spread 0.8%, band 1.0% (retest), 0.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 8, 6, 11, 20, V20::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 7, 6, 11, 20, V20::id},
+    //   tokens=8,heads=8,head_size=128: 1.49 us (S 2.19 us, 1.47x), spread 0.6%, band 2.3% (retest), 0.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8, 6, 11, 17, V17::id},
     //   tokens=11,heads=8: not measured; the bracket rule's choice
     //   tokens=15,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 15, 6, 11, 19, V19::id},
-    //   tokens=16,heads=8,head_size=128: 1.46 us (S 2.23 us, 1.53x), spread 0.4%, band 1.1% (retest), 1.6% of copy
+    //   tokens=16,heads=8,head_size=128: 1.50 us (S 2.29 us, 1.53x), spread 0.4%, band 1.0% (retest), 1.6% of copy
     //   tokens=22,heads=8: not measured; the bracket rule's choice
     //   tokens=31,heads=8: not measured; the bracket rule's choice
-    //   tokens=32,heads=8,head_size=128: 1.49 us (S 2.30 us, 1.54x), spread 0.5%, band 1.0% (retest), 3.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 32, 6, 11, 20, V20::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 6, 11, 19, V19::id},
+    //   tokens=32,heads=8,head_size=128: 1.56 us (S 2.39 us, 1.54x), spread 0.5%, band 1.0% (retest), 3.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 32, 6, 11, 17, V17::id},
     //   tokens=45,heads=8: not measured; the bracket rule's choice
     //   tokens=63,heads=8: not measured; the bracket rule's choice
-    //   tokens=64,heads=8,head_size=128: 1.54 us (S 2.36 us, 1.54x), spread 0.6%, band 1.0% (retest), 6.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 63, 6, 11, 4, V4::id},
+    //   tokens=64,heads=8,head_size=128: 1.59 us (S 2.45 us, 1.54x), spread 1.3%, band 1.0% (retest), 5.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 6, 11, 18, V18::id},
     //   tokens=128,heads=8: not measured; the bracket rule's choice
     //   tokens=255,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 255, 6, 11, 6, V6::id},
-    //   tokens=256,heads=8,head_size=128: 1.89 us (S 2.67 us, 1.42x), spread 1.0%, band 1.0% (retest), 19.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 256, 6, 11, 17, V17::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 255, 6, 11, 21, V21::id},
+    //   tokens=256,heads=8,head_size=128: 1.89 us (S 2.71 us, 1.43x), spread 0.8%, band 1.0% (retest), 19.9% of copy
     //   tokens=362,heads=8: not measured; the bracket rule's choice
     //   tokens=511,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 511, 6, 11, 3, V3::id},
-    //   tokens=512,heads=8,head_size=128: 2.36 us (S 3.05 us, 1.29x), spread 0.8%, band 1.0% (retest), 31.8% of copy
+    //   tokens=512,heads=8,head_size=128: 2.41 us (S 3.16 us, 1.31x), spread 0.3%, band 1.0% (retest), 31.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 6, 11, 17, V17::id},
     //   tokens=724,heads=8: not measured; the bracket rule's choice
     //   tokens=1023,heads=8: not measured; the bracket rule's choice
-    //   tokens=1024,heads=8,head_size=128: 3.15 us (S 3.85 us, 1.22x), spread 0.3%, band 1.0% (retest), 47.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1023, 6, 11, 21, V21::id},
+    //   tokens=1024,heads=8,head_size=128: 3.20 us (S 3.91 us, 1.22x), spread 0.4%, band 1.0% (retest), 47.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 6, 11, 19, V19::id},
     //   tokens=1448,heads=8: not measured; the bracket rule's choice
     //   tokens=2047,heads=8: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 2047, 6, 11, 21, V21::id},
-    //   tokens=2048,heads=8,head_size=128: 4.69 us (S 5.40 us, 1.15x), spread 0.5%, band 1.0% (retest), 64.0% of copy
+    //   tokens=2048,heads=8,head_size=128: 4.73 us (S 5.48 us, 1.16x), spread 0.6%, band 1.0% (retest), 63.7% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 6, 11, 17, V17::id},
     //   tokens=4096,heads=8: not measured; the bracket rule's choice
     //   tokens=8191,heads=8: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 8191, 6, 11, 3, V3::id},
-    //   tokens=8192,heads=8,head_size=128: 13.7 us (S 14.6 us, 1.07x), spread 0.2%, band 1.0% (retest), 87.7% of copy
+    //   tokens=8192,heads=8,head_size=128: 13.7 us (S 14.6 us, 1.07x), spread 0.4%, band 1.0% (retest), 87.7% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 6, 11, 6, V6::id},
-    //   tokens=1,heads=16,head_size=128: 1.39 us (S 2.06 us, 1.49x), spread 1.3%, band 1.0% (retest), 0.2% of copy
+    //   tokens=1,heads=16,head_size=128: 1.43 us (S 2.14 us, 1.50x), spread 1.0%, band 1.0% (retest), 0.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 1, 12, 21, 17, V17::id},
-    //   tokens=2,heads=16,head_size=128: 1.40 us (S 2.10 us, 1.50x), spread 0.9%, band 1.0% (retest), 0.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2, 12, 21, 20, V20::id},
+    //   tokens=2,heads=16,head_size=128: 1.43 us (S 2.22 us, 1.55x), spread 1.7%, band 1.7% (retest), 0.4% of copy
     //   tokens=4,heads=16: not measured; the bracket rule's choice
     //   tokens=7,heads=16: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 7, 12, 21, 19, V19::id},
-    //   tokens=8,heads=16,head_size=128: 1.46 us (S 2.22 us, 1.53x), spread 1.1%, band 1.1% (retest), 1.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 8, 12, 21, 20, V20::id},
+    //   tokens=8,heads=16,head_size=128: 1.50 us (S 2.30 us, 1.53x), spread 0.4%, band 1.0% (retest), 1.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8, 12, 21, 19, V19::id},
     //   tokens=11,heads=16: not measured; the bracket rule's choice
     //   tokens=15,heads=16: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 15, 12, 21, 19, V19::id},
-    //   tokens=16,heads=16,head_size=128: 1.49 us (S 2.31 us, 1.55x), spread 0.1%, band 1.0% (retest), 3.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 16, 12, 21, 20, V20::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 15, 12, 21, 20, V20::id},
+    //   tokens=16,heads=16,head_size=128: 1.55 us (S 2.39 us, 1.54x), spread 0.6%, band 1.0% (retest), 3.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 16, 12, 21, 17, V17::id},
     //   tokens=22,heads=16: not measured; the bracket rule's choice
     //   tokens=31,heads=16: not measured; the bracket rule's choice
-    //   tokens=32,heads=16,head_size=128: 1.54 us (S 2.35 us, 1.53x), spread 0.2%, band 1.0% (retest), 6.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 32, 12, 21, 4, V4::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 12, 21, 4, V4::id},
+    //   tokens=32,heads=16,head_size=128: 1.59 us (S 2.45 us, 1.54x), spread 0.3%, band 1.0% (retest), 5.9% of copy
     //   tokens=45,heads=16: not measured; the bracket rule's choice
     //   tokens=63,heads=16: not measured; the bracket rule's choice
-    //   tokens=64,heads=16,head_size=128: 1.68 us (S 2.53 us, 1.51x), spread 0.4%, band 1.0% (retest), 11.2% of copy
+    //   tokens=64,heads=16,head_size=128: 1.67 us (S 2.57 us, 1.53x), spread 0.6%, band 1.0% (retest), 11.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 12, 21, 18, V18::id},
     //   tokens=128,heads=16: not measured; the bracket rule's choice
     //   tokens=255,heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 255, 12, 21, 21, V21::id},
-    //   tokens=256,heads=16,head_size=128: 2.32 us (S 3.04 us, 1.31x), spread 0.7%, band 1.0% (retest), 32.3% of copy
+    //   tokens=256,heads=16,head_size=128: 2.38 us (S 3.16 us, 1.32x), spread 0.2%, band 1.0% (retest), 31.6% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 12, 21, 6, V6::id},
     //   tokens=362,heads=16: not measured; the bracket rule's choice
     //   tokens=511,heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 511, 12, 21, 5, V5::id},
-    //   tokens=512,heads=16,head_size=128: 3.16 us (S 3.85 us, 1.22x), spread 0.2%, band 1.0% (retest), 47.5% of copy
+    //   tokens=512,heads=16,head_size=128: 3.20 us (S 3.91 us, 1.22x), spread 0.3%, band 1.0% (retest), 47.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 12, 21, 20, V20::id},
     //   tokens=724,heads=16: not measured; the bracket rule's choice
     //   tokens=1023,heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 1023, 12, 21, 3, V3::id},
-    //   tokens=1024,heads=16,head_size=128: 4.68 us (S 5.37 us, 1.15x), spread 0.5%, band 1.0% (retest), 64.1% of copy
+    //   tokens=1024,heads=16,head_size=128: 4.74 us (S 5.48 us, 1.16x), spread 1.0%, band 1.0% (retest), 63.5% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 1024, 12, 21, 17, V17::id},
     //   tokens=1448,heads=16: not measured; the bracket rule's choice
     //   tokens=2047,heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 2047, 12, 21, 3, V3::id},
-    //   tokens=2048,heads=16,head_size=128: 7.83 us (S 8.64 us, 1.10x), spread 0.0%, band 1.0% (retest), 76.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 12, 21, 17, V17::id},
+    //   tokens=2048,heads=16,head_size=128: 7.80 us (S 8.74 us, 1.12x), spread 0.1%, band 1.0% (retest), 77.3% of copy
     //   tokens=4096,heads=16: not measured; the bracket rule's choice
     //   tokens=8191,heads=16: not measured; the bracket rule's choice
-    //   tokens=8192,heads=16,head_size=128: 25.4 us (S 26.3 us, 1.03x), spread 0.3%, band 1.0% (retest), 94.4% of copy
+    //   tokens=8192,heads=16,head_size=128: 25.3 us (S 26.4 us, 1.04x), spread 0.1%, band 1.0% (retest), 95.1% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 12, 21, 6, V6::id},
     //   tokens=1,heads=28,head_size=128: 1.42 us (S 2.15 us, 1.52x), spread 0.7%, band 1.0% (retest), 0.4% of copy
     //   tokens=2,heads=28,head_size=128: 1.45 us (S 2.17 us, 1.50x), spread 0.8%, band 1.0% (retest), 0.7% of copy
@@ -603,214 +595,217 @@ inline constexpr ktune::TunedEntry entries[] = {
     {90, "NVIDIA H200", ktune::DType::f16, 8191, 22, 42, 5, V5::id},
     //   tokens=8192,heads=28,head_size=128: 42.7 us (S 44.0 us, 1.03x), spread 0.2%, band 1.0% (retest), 99.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 22, 42, 6, V6::id},
-    //   tokens=1,heads=64,head_size=128: 1.42 us (S 2.13 us, 1.50x), spread 0.6%, band 1.0% (retest), 0.8% of copy
-    //   tokens=2,heads=64,head_size=128: 1.45 us (S 2.23 us, 1.53x), spread 0.3%, band 1.0% (retest), 1.6% of copy
+    //   tokens=1,heads=64,head_size=128: 1.46 us (S 2.20 us, 1.51x), spread 0.3%, band 1.0% (retest), 0.8% of copy
+    //   tokens=2,heads=64,head_size=128: 1.51 us (S 2.31 us, 1.53x), spread 0.3%, band 1.2% (retest), 1.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2, 43, INT64_MAX, 20, V20::id},
     //   tokens=4,heads=64: not measured; the bracket rule's choice
     //   tokens=7,heads=64: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 7, 43, INT64_MAX, 19, V19::id},
-    //   tokens=8,heads=64,head_size=128: 1.54 us (S 2.34 us, 1.52x), spread 1.0%, band 1.0% (retest), 6.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 8, 43, INT64_MAX, 18, V18::id},
+    //   tokens=8,heads=64,head_size=128: 1.59 us (S 2.45 us, 1.54x), spread 0.3%, band 1.0% (retest), 5.9% of copy
     //   tokens=11,heads=64: not measured; the bracket rule's choice
     //   tokens=15,heads=64: not measured; the bracket rule's choice
-    //   tokens=16,heads=64,head_size=128: 1.67 us (S 2.53 us, 1.51x), spread 0.3%, band 1.0% (retest), 11.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 16, 43, INT64_MAX, 4, V4::id},
+    //   tokens=16,heads=64,head_size=128: 1.67 us (S 2.57 us, 1.53x), spread 1.2%, band 1.2% (retest), 11.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 16, 43, INT64_MAX, 18, V18::id},
     //   tokens=22,heads=64: not measured; the bracket rule's choice
     //   tokens=31,heads=64: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 31, 43, INT64_MAX, 21, V21::id},
-    //   tokens=32,heads=64,head_size=128: 1.88 us (S 2.66 us, 1.41x), spread 0.7%, band 1.0% (retest), 19.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 43, INT64_MAX, 6, V6::id},
+    //   tokens=32,heads=64,head_size=128: 1.89 us (S 2.70 us, 1.43x), spread 0.3%, band 1.0% (retest), 19.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 32, 43, INT64_MAX, 17, V17::id},
     //   tokens=45,heads=64: not measured; the bracket rule's choice
     //   tokens=63,heads=64: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 63, 43, INT64_MAX, 21, V21::id},
-    //   tokens=64,heads=64,head_size=128: 2.32 us (S 3.06 us, 1.32x), spread 0.8%, band 1.0% (retest), 32.3% of copy
+    //   tokens=64,heads=64,head_size=128: 2.37 us (S 3.16 us, 1.33x), spread 0.8%, band 1.0% (retest), 31.7% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 43, INT64_MAX, 6, V6::id},
     //   tokens=128,heads=64: not measured; the bracket rule's choice
     //   tokens=255,heads=64: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 255, 43, INT64_MAX, 21, V21::id},
-    //   tokens=256,heads=64,head_size=128: 4.68 us (S 5.40 us, 1.15x), spread 0.7%, band 1.0% (retest), 64.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 256, 43, INT64_MAX, 17, V17::id},
+    //   tokens=256,heads=64,head_size=128: 4.76 us (S 5.47 us, 1.15x), spread 0.3%, band 1.3% (retest), 63.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 256, 43, INT64_MAX, 6, V6::id},
     //   tokens=362,heads=64: not measured; the bracket rule's choice
     //   tokens=511,heads=64: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 511, 43, INT64_MAX, 3, V3::id},
-    //   tokens=512,heads=64,head_size=128: 7.75 us (S 8.62 us, 1.11x), spread 0.4%, band 1.0% (retest), 77.4% of copy
+    //   tokens=512,heads=64,head_size=128: 7.79 us (S 8.73 us, 1.12x), spread 0.4%, band 1.0% (retest), 77.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 43, INT64_MAX, 6, V6::id},
     //   tokens=724,heads=64: not measured; the bracket rule's choice
     //   tokens=1023,heads=64: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 1023, 43, INT64_MAX, 5, V5::id},
-    //   tokens=1024,heads=64,head_size=128: 13.7 us (S 14.6 us, 1.06x), spread 0.4%, band 1.0% (retest), 87.7% of copy
+    //   tokens=1024,heads=64,head_size=128: 13.7 us (S 14.7 us, 1.07x), spread 0.1%, band 1.0% (retest), 87.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 1024, 43, INT64_MAX, 6, V6::id},
     //   tokens=1448,heads=64: not measured; the bracket rule's choice
     //   tokens=2047,heads=64: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 2047, 43, INT64_MAX, 5, V5::id},
-    //   tokens=2048,heads=64,head_size=128: 25.4 us (S 26.3 us, 1.04x), spread 0.3%, band 1.0% (retest), 94.5% of copy
+    //   tokens=2048,heads=64,head_size=128: 25.4 us (S 26.4 us, 1.04x), spread 0.2%, band 1.0% (retest), 95.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 43, INT64_MAX, 6, V6::id},
     //   tokens=4096,heads=64: not measured; the bracket rule's choice
     //   tokens=8191,heads=64: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 8191, 43, INT64_MAX, 5, V5::id},
-    //   tokens=8192,heads=64,head_size=128: 95.7 us (S 96.8 us, 1.01x), spread 0.1%, band 1.0% (retest), 100.4% of copy
+    //   tokens=8192,heads=64,head_size=128: 95.3 us (S 97.2 us, 1.02x), spread 0.3%, band 1.0% (retest), 101.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 43, INT64_MAX, 6, V6::id},
     // NVIDIA H200 (sm_90), bf16
-    //   tokens=1,heads=2,head_size=128: 1.22 us (S 1.97 us, 1.62x), spread 0.8%, band 1.0% (retest), 0.0% of copy
-    //   tokens=2,heads=2,head_size=128: 1.32 us (S 1.99 us, 1.51x), spread 1.0%, band 1.0% (retest), 0.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2, 0, 2, 22, V22::id},
+    //   tokens=1,heads=2,head_size=128: 1.27 us (S 2.07 us, 1.63x), spread 1.0%, band 1.0% (retest), 0.0% of copy
+    //   tokens=2,heads=2,head_size=128: 1.36 us (S 2.08 us, 1.54x), spread 1.0%, band 2.7% (retest), 0.1% of copy
     //   tokens=4,heads=2: not measured; the bracket rule's choice
     //   tokens=7,heads=2: not measured; the bracket rule's choice
-    //   tokens=8,heads=2,head_size=128: 1.40 us (S 2.08 us, 1.48x), spread 0.8%, band 1.0% (retest), 0.2% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 8, 0, 2, 23, V23::id},
+    //   tokens=8,heads=2,head_size=128: 1.45 us (S 2.15 us, 1.48x), spread 1.6%, band 1.0% (retest), 0.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8, 0, 2, 22, V22::id},
     //   tokens=11,heads=2: not measured; the bracket rule's choice
     //   tokens=15,heads=2: not measured; the bracket rule's choice
-    //   tokens=16,heads=2,head_size=128: 1.45 us (S 2.14 us, 1.48x), spread 0.5%, band 1.0% (retest), 0.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 15, 0, 2, 23, V23::id},
+    //   tokens=16,heads=2,head_size=128: 1.48 us (S 2.21 us, 1.50x), spread 1.2%, band 1.2% (retest), 0.4% of copy
     //   tokens=22,heads=2: not measured; the bracket rule's choice
     //   tokens=31,heads=2: not measured; the bracket rule's choice
-    //   tokens=32,heads=2,head_size=128: 1.45 us (S 2.15 us, 1.48x), spread 0.2%, band 1.0% (retest), 0.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 32, 0, 2, 24, V24::id},
+    //   tokens=32,heads=2,head_size=128: 1.49 us (S 2.22 us, 1.48x), spread 1.3%, band 1.3% (retest), 0.8% of copy
     //   tokens=45,heads=2: not measured; the bracket rule's choice
     //   tokens=63,heads=2: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 63, 0, 2, 23, V23::id},
-    //   tokens=64,heads=2,head_size=128: 1.49 us (S 2.26 us, 1.51x), spread 0.2%, band 1.0% (retest), 1.6% of copy
+    //   tokens=64,heads=2,head_size=128: 1.54 us (S 2.31 us, 1.50x), spread 0.8%, band 1.0% (retest), 1.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 64, 0, 2, 24, V24::id},
     //   tokens=128,heads=2: not measured; the bracket rule's choice
     //   tokens=255,heads=2: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 255, 0, 2, 22, V22::id},
-    //   tokens=256,heads=2,head_size=128: 1.63 us (S 2.38 us, 1.46x), spread 0.3%, band 1.0% (retest), 5.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 255, 0, 2, 25, V25::id},
+    //   tokens=256,heads=2,head_size=128: 1.68 us (S 2.46 us, 1.47x), spread 0.3%, band 1.0% (retest), 5.6% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 0, 2, 8, V8::id},
     //   tokens=362,heads=2: not measured; the bracket rule's choice
     //   tokens=511,heads=2: not measured; the bracket rule's choice
-    //   tokens=512,heads=2,head_size=128: 1.75 us (S 2.55 us, 1.46x), spread 0.2%, band 1.0% (retest), 10.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 511, 0, 2, 25, V25::id},
+    //   tokens=512,heads=2,head_size=128: 1.77 us (S 2.57 us, 1.46x), spread 0.8%, band 1.0% (retest), 10.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 512, 0, 2, 8, V8::id},
     //   tokens=724,heads=2: not measured; the bracket rule's choice
     //   tokens=1023,heads=2: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 0, 2, 22, V22::id},
-    //   tokens=1024,heads=2,head_size=128: 2.00 us (S 2.71 us, 1.35x), spread 0.4%, band 1.0% (retest), 18.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 0, 2, 25, V25::id},
+    //   tokens=1024,heads=2,head_size=128: 2.03 us (S 2.72 us, 1.34x), spread 0.6%, band 1.0% (retest), 18.6% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 1024, 0, 2, 8, V8::id},
     //   tokens=1448,heads=2: not measured; the bracket rule's choice
     //   tokens=2047,heads=2: not measured; the bracket rule's choice
-    //   tokens=2048,heads=2,head_size=128: 2.76 us (S 3.07 us, 1.11x), spread 0.0%, band 1.0% (retest), 27.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 0, 2, 25, V25::id},
+    //   tokens=2048,heads=2,head_size=128: 2.82 us (S 3.17 us, 1.12x), spread 0.1%, band 1.0% (retest), 26.8% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 0, 2, 22, V22::id},
     //   tokens=4096,heads=2: not measured; the bracket rule's choice
     //   tokens=8191,heads=2: not measured; the bracket rule's choice
-    //   tokens=8192,heads=2,head_size=128: 5.94 us (S 5.35 us, 0.90x), spread 0.3%, band 1.0% (retest), 50.5% of copy
+    //   tokens=8192,heads=2,head_size=128: 6.04 us (S 5.46 us, 0.90x), spread 0.5%, band 1.0% (retest), 49.9% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 2, 25, V25::id},
-    //   tokens=1,heads=4,head_size=128: 1.34 us (S 2.01 us, 1.50x), spread 0.7%, band 1.0% (retest), 0.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1, 3, 5, 22, V22::id},
-    //   tokens=2,heads=4,head_size=128: 1.35 us (S 2.01 us, 1.49x), spread 0.4%, band 1.0% (retest), 0.1% of copy
+    //   tokens=1,heads=4,head_size=128: 1.38 us (S 2.09 us, 1.51x), spread 0.7%, band 1.0% (retest), 0.1% of copy
+    //   tokens=2,heads=4,head_size=128: 1.41 us (S 2.11 us, 1.49x), spread 2.4%, band 1.9% (retest), 0.1% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2, 3, 5, 22, V22::id},
     //   tokens=4,heads=4: not measured; the bracket rule's choice
     //   tokens=7,heads=4: not measured; the bracket rule's choice
-    //   tokens=8,heads=4,head_size=128: 1.42 us (S 2.12 us, 1.49x), spread 0.1%, band 1.0% (retest), 0.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 7, 3, 5, 23, V23::id},
+    //   tokens=8,heads=4,head_size=128: 1.48 us (S 2.22 us, 1.50x), spread 1.6%, band 1.7% (retest), 0.4% of copy
     //   tokens=11,heads=4: not measured; the bracket rule's choice
     //   tokens=15,heads=4: not measured; the bracket rule's choice
-    //   tokens=16,heads=4,head_size=128: 1.45 us (S 2.14 us, 1.48x), spread 0.4%, band 1.0% (retest), 0.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 16, 3, 5, 24, V24::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 15, 3, 5, 22, V22::id},
+    //   tokens=16,heads=4,head_size=128: 1.52 us (S 2.20 us, 1.45x), spread 3.4%, band 2.6% (retest), 0.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 16, 3, 5, 8, V8::id},
     //   tokens=22,heads=4: not measured; the bracket rule's choice
     //   tokens=31,heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 31, 3, 5, 23, V23::id},
-    //   tokens=32,heads=4,head_size=128: 1.48 us (S 2.25 us, 1.52x), spread 0.8%, band 1.0% (retest), 1.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 32, 3, 5, 24, V24::id},
+    //   tokens=32,heads=4,head_size=128: 1.54 us (S 2.32 us, 1.51x), spread 0.6%, band 1.0% (retest), 1.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 3, 5, 22, V22::id},
     //   tokens=45,heads=4: not measured; the bracket rule's choice
     //   tokens=63,heads=4: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 63, 3, 5, 23, V23::id},
-    //   tokens=64,heads=4,head_size=128: 1.51 us (S 2.34 us, 1.55x), spread 1.4%, band 1.0% (retest), 3.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 64, 3, 5, 24, V24::id},
+    //   tokens=64,heads=4,head_size=128: 1.56 us (S 2.42 us, 1.55x), spread 0.9%, band 1.0% (retest), 3.0% of copy
     //   tokens=128,heads=4: not measured; the bracket rule's choice
     //   tokens=255,heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 255, 3, 5, 23, V23::id},
-    //   tokens=256,heads=4,head_size=128: 1.74 us (S 2.56 us, 1.47x), spread 0.6%, band 1.0% (retest), 10.8% of copy
+    //   tokens=256,heads=4,head_size=128: 1.73 us (S 2.57 us, 1.49x), spread 0.9%, band 1.0% (retest), 10.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 3, 5, 22, V22::id},
     //   tokens=362,heads=4: not measured; the bracket rule's choice
     //   tokens=511,heads=4: not measured; the bracket rule's choice
-    //   tokens=512,heads=4,head_size=128: 1.94 us (S 2.70 us, 1.40x), spread 0.8%, band 1.0% (retest), 19.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 511, 3, 5, 26, V26::id},
+    //   tokens=512,heads=4,head_size=128: 1.96 us (S 2.74 us, 1.40x), spread 0.6%, band 1.0% (retest), 19.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 512, 3, 5, 8, V8::id},
     //   tokens=724,heads=4: not measured; the bracket rule's choice
     //   tokens=1023,heads=4: not measured; the bracket rule's choice
-    //   tokens=1024,heads=4,head_size=128: 2.40 us (S 3.08 us, 1.28x), spread 0.4%, band 1.0% (retest), 31.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 3, 5, 26, V26::id},
+    //   tokens=1024,heads=4,head_size=128: 2.47 us (S 3.18 us, 1.29x), spread 0.2%, band 1.0% (retest), 30.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 1024, 3, 5, 8, V8::id},
     //   tokens=1448,heads=4: not measured; the bracket rule's choice
     //   tokens=2047,heads=4: not measured; the bracket rule's choice
-    //   tokens=2048,heads=4,head_size=128: 3.17 us (S 3.83 us, 1.21x), spread 0.6%, band 1.0% (retest), 47.3% of copy
+    //   tokens=2048,heads=4,head_size=128: 3.22 us (S 3.95 us, 1.23x), spread 0.4%, band 1.0% (retest), 46.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 3, 5, 22, V22::id},
     //   tokens=4096,heads=4: not measured; the bracket rule's choice
     //   tokens=8191,heads=4: not measured; the bracket rule's choice
-    //   tokens=8192,heads=4,head_size=128: 8.91 us (S 8.64 us, 0.97x), spread 0.8%, band 1.0% (retest), 67.3% of copy
+    //   tokens=8192,heads=4,head_size=128: 9.01 us (S 8.73 us, 0.97x), spread 0.6%, band 1.0% (retest), 66.9% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3, 5, 25, V25::id},
-    //   tokens=1,heads=8,head_size=128: 1.36 us (S 2.06 us, 1.52x), spread 0.6%, band 1.0% (retest), 0.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1, 6, 11, 25, V25::id},
-    //   tokens=2,heads=8,head_size=128: 1.41 us (S 2.09 us, 1.48x), spread 0.8%, band 1.0% (retest), 0.2% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2, 6, 11, 8, V8::id},
+    //   tokens=1,heads=8,head_size=128: 1.38 us (S 2.07 us, 1.50x), spread 2.7%, band 2.7% (retest), 0.1% of copy
+    //   tokens=2,heads=8,head_size=128: 1.46 us (S 2.16 us, 1.48x), spread 0.7%, band 1.0% (retest), 0.2% of copy
     //   tokens=4,heads=8: not measured; the bracket rule's choice
     //   tokens=7,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 7, 6, 11, 25, V25::id},
-    //   tokens=8,heads=8,head_size=128: 1.46 us (S 2.16 us, 1.48x), spread 1.5%, band 1.0% (retest), 0.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 8, 6, 11, 8, V8::id},
+    //   tokens=8,heads=8,head_size=128: 1.50 us (S 2.23 us, 1.49x), spread 1.0%, band 1.0% (retest), 0.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8, 6, 11, 25, V25::id},
     //   tokens=11,heads=8: not measured; the bracket rule's choice
     //   tokens=15,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 15, 6, 11, 25, V25::id},
-    //   tokens=16,heads=8,head_size=128: 1.49 us (S 2.23 us, 1.50x), spread 0.9%, band 1.0% (retest), 1.6% of copy
+    //   tokens=16,heads=8,head_size=128: 1.54 us (S 2.31 us, 1.50x), spread 1.1%, band 1.1% (retest), 1.5% of copy
     //   tokens=22,heads=8: not measured; the bracket rule's choice
     //   tokens=31,heads=8: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 31, 6, 11, 22, V22::id},
-    //   tokens=32,heads=8,head_size=128: 1.53 us (S 2.32 us, 1.51x), spread 1.5%, band 1.0% (retest), 3.1% of copy
+    //   tokens=32,heads=8,head_size=128: 1.56 us (S 2.41 us, 1.54x), spread 1.6%, band 1.0% (retest), 3.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 32, 6, 11, 8, V8::id},
     //   tokens=45,heads=8: not measured; the bracket rule's choice
     //   tokens=63,heads=8: not measured; the bracket rule's choice
-    //   tokens=64,heads=8,head_size=128: 1.58 us (S 2.37 us, 1.50x), spread 0.6%, band 1.0% (retest), 5.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 64, 6, 11, 24, V24::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 6, 11, 24, V24::id},
+    //   tokens=64,heads=8,head_size=128: 1.64 us (S 2.45 us, 1.49x), spread 0.9%, band 1.0% (retest), 5.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 64, 6, 11, 8, V8::id},
     //   tokens=128,heads=8: not measured; the bracket rule's choice
     //   tokens=255,heads=8: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 6, 11, 9, V9::id},
-    //   tokens=256,heads=8,head_size=128: 1.91 us (S 2.70 us, 1.41x), spread 0.5%, band 1.0% (retest), 19.6% of copy
+    //   tokens=256,heads=8,head_size=128: 1.93 us (S 2.74 us, 1.42x), spread 0.5%, band 1.0% (retest), 19.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 6, 11, 8, V8::id},
     //   tokens=362,heads=8: not measured; the bracket rule's choice
     //   tokens=511,heads=8: not measured; the bracket rule's choice
-    //   tokens=512,heads=8,head_size=128: 2.40 us (S 3.07 us, 1.28x), spread 0.0%, band 1.0% (retest), 31.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 6, 11, 26, V26::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 511, 6, 11, 9, V9::id},
+    //   tokens=512,heads=8,head_size=128: 2.46 us (S 3.18 us, 1.29x), spread 0.6%, band 1.0% (retest), 30.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 512, 6, 11, 27, V27::id},
     //   tokens=724,heads=8: not measured; the bracket rule's choice
     //   tokens=1023,heads=8: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 1023, 6, 11, 8, V8::id},
-    //   tokens=1024,heads=8,head_size=128: 3.17 us (S 3.83 us, 1.21x), spread 0.6%, band 1.0% (retest), 47.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 6, 11, 22, V22::id},
+    //   tokens=1024,heads=8,head_size=128: 3.22 us (S 3.92 us, 1.22x), spread 0.3%, band 1.0% (retest), 46.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 6, 11, 25, V25::id},
     //   tokens=1448,heads=8: not measured; the bracket rule's choice
     //   tokens=2047,heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 6, 11, 27, V27::id},
-    //   tokens=2048,heads=8,head_size=128: 4.71 us (S 5.36 us, 1.14x), spread 0.2%, band 1.0% (retest), 63.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 6, 11, 26, V26::id},
+    //   tokens=2048,heads=8,head_size=128: 4.77 us (S 5.46 us, 1.14x), spread 0.6%, band 1.0% (retest), 63.1% of copy
     //   tokens=4096,heads=8: not measured; the bracket rule's choice
     //   tokens=8191,heads=8: not measured; the bracket rule's choice
-    //   tokens=8192,heads=8,head_size=128: 13.5 us (S 14.6 us, 1.08x), spread 0.2%, band 1.0% (retest), 88.6% of copy
+    //   tokens=8192,heads=8,head_size=128: 13.6 us (S 14.6 us, 1.08x), spread 0.2%, band 1.0% (retest), 88.8% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 6, 11, 8, V8::id},
-    //   tokens=1,heads=16,head_size=128: 1.41 us (S 2.08 us, 1.47x), spread 1.1%, band 1.1% (retest), 0.2% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1, 12, 21, 8, V8::id},
-    //   tokens=2,heads=16,head_size=128: 1.43 us (S 2.15 us, 1.50x), spread 0.8%, band 1.0% (retest), 0.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2, 12, 21, 25, V25::id},
+    //   tokens=1,heads=16,head_size=128: 1.45 us (S 2.16 us, 1.49x), spread 1.4%, band 1.4% (retest), 0.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1, 12, 21, 25, V25::id},
+    //   tokens=2,heads=16,head_size=128: 1.48 us (S 2.20 us, 1.49x), spread 1.1%, band 1.1% (retest), 0.4% of copy
     //   tokens=4,heads=16: not measured; the bracket rule's choice
     //   tokens=7,heads=16: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 7, 12, 21, 22, V22::id},
-    //   tokens=8,heads=16,head_size=128: 1.49 us (S 2.24 us, 1.50x), spread 1.0%, band 1.0% (retest), 1.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 8, 12, 21, 25, V25::id},
+    //   tokens=8,heads=16,head_size=128: 1.54 us (S 2.31 us, 1.50x), spread 0.2%, band 1.0% (retest), 1.5% of copy
     //   tokens=11,heads=16: not measured; the bracket rule's choice
     //   tokens=15,heads=16: not measured; the bracket rule's choice
-    //   tokens=16,heads=16,head_size=128: 1.52 us (S 2.33 us, 1.53x), spread 0.4%, band 1.0% (retest), 3.1% of copy
+    //   tokens=16,heads=16,head_size=128: 1.56 us (S 2.41 us, 1.55x), spread 0.4%, band 1.0% (retest), 3.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 16, 12, 21, 22, V22::id},
     //   tokens=22,heads=16: not measured; the bracket rule's choice
     //   tokens=31,heads=16: not measured; the bracket rule's choice
-    //   tokens=32,heads=16,head_size=128: 1.58 us (S 2.36 us, 1.49x), spread 0.2%, band 1.0% (retest), 5.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 31, 12, 21, 23, V23::id},
+    //   tokens=32,heads=16,head_size=128: 1.63 us (S 2.46 us, 1.51x), spread 0.4%, band 1.0% (retest), 5.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 12, 21, 24, V24::id},
     //   tokens=45,heads=16: not measured; the bracket rule's choice
     //   tokens=63,heads=16: not measured; the bracket rule's choice
-    //   tokens=64,heads=16,head_size=128: 1.72 us (S 2.55 us, 1.48x), spread 0.7%, band 1.0% (retest), 10.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 64, 12, 21, 24, V24::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 12, 21, 23, V23::id},
+    //   tokens=64,heads=16,head_size=128: 1.72 us (S 2.56 us, 1.49x), spread 0.6%, band 1.0% (retest), 10.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 64, 12, 21, 25, V25::id},
     //   tokens=128,heads=16: not measured; the bracket rule's choice
     //   tokens=255,heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 12, 21, 9, V9::id},
-    //   tokens=256,heads=16,head_size=128: 2.37 us (S 3.08 us, 1.30x), spread 0.1%, band 1.0% (retest), 31.6% of copy
+    //   tokens=256,heads=16,head_size=128: 2.43 us (S 3.17 us, 1.30x), spread 1.2%, band 1.0% (retest), 31.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 12, 21, 27, V27::id},
     //   tokens=362,heads=16: not measured; the bracket rule's choice
     //   tokens=511,heads=16: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 511, 12, 21, 26, V26::id},
-    //   tokens=512,heads=16,head_size=128: 3.17 us (S 3.85 us, 1.22x), spread 0.8%, band 1.0% (retest), 47.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 511, 12, 21, 8, V8::id},
+    //   tokens=512,heads=16,head_size=128: 3.22 us (S 3.92 us, 1.22x), spread 0.4%, band 1.0% (retest), 46.9% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 512, 12, 21, 25, V25::id},
     //   tokens=724,heads=16: not measured; the bracket rule's choice
     //   tokens=1023,heads=16: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 12, 21, 27, V27::id},
-    //   tokens=1024,heads=16,head_size=128: 4.72 us (S 5.36 us, 1.14x), spread 0.2%, band 1.0% (retest), 63.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 12, 21, 26, V26::id},
+    //   tokens=1024,heads=16,head_size=128: 4.77 us (S 5.47 us, 1.15x), spread 1.1%, band 1.0% (retest), 63.1% of copy
     //   tokens=1448,heads=16: not measured; the bracket rule's choice
     //   tokens=2047,heads=16: not measured; the bracket rule's choice
-    //   tokens=2048,heads=16,head_size=128: 7.67 us (S 8.62 us, 1.12x), spread 0.3%, band 1.0% (retest), 78.3% of copy
+    //   tokens=2048,heads=16,head_size=128: 7.72 us (S 8.73 us, 1.13x), spread 0.3%, band 1.0% (retest), 78.0% of copy
     //   tokens=4096,heads=16: not measured; the bracket rule's choice
     //   tokens=8191,heads=16: not measured; the bracket rule's choice
-    //   tokens=8192,heads=16,head_size=128: 25.4 us (S 26.3 us, 1.03x), spread 0.1%, band 1.0% (retest), 94.5% of copy
+    //   tokens=8192,heads=16,head_size=128: 25.5 us (S 26.4 us, 1.04x), spread 0.4%, band 1.0% (retest), 94.7% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 12, 21, 8, V8::id},
     //   tokens=1,heads=28,head_size=128: 1.45 us (S 2.18 us, 1.50x), spread 1.3%, band 1.3% (retest), 0.4% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 1, 22, 42, 25, V25::id},
@@ -827,19 +822,19 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=22,heads=28: not measured; the bracket rule's choice
     //   tokens=31,heads=28: not measured; the bracket rule's choice
     //   tokens=32,heads=28,head_size=128: 1.70 us (S 2.56 us, 1.50x), spread 0.7%, band 1.0% (retest), 9.7% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 32, 22, 42, 23, V23::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 22, 42, 24, V24::id},
     //   tokens=45,heads=28: not measured; the bracket rule's choice
     //   tokens=63,heads=28: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 63, 22, 42, 26, V26::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 22, 42, 27, V27::id},
     //   tokens=64,heads=28,head_size=128: 1.88 us (S 2.71 us, 1.44x), spread 0.6%, band 1.1% (retest), 17.5% of copy
     //   tokens=128,heads=28: not measured; the bracket rule's choice
     //   tokens=255,heads=28: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 22, 42, 8, V8::id},
-    //   tokens=256,heads=28,head_size=128: 3.10 us (S 3.73 us, 1.21x), spread 0.3%, band 1.0% (retest), 42.7% of copy
+    //   tokens=256,heads=28,head_size=128: 3.10 us (S 3.73 us, 1.20x), spread 0.5%, band 1.0% (retest), 42.7% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 22, 42, 24, V24::id},
     //   tokens=362,heads=28: not measured; the bracket rule's choice
     //   tokens=511,heads=28: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 511, 22, 42, 27, V27::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 511, 22, 42, 26, V26::id},
     //   tokens=512,heads=28,head_size=128: 4.38 us (S 5.01 us, 1.14x), spread 0.1%, band 1.0% (retest), 60.3% of copy
     //   tokens=724,heads=28: not measured; the bracket rule's choice
     //   tokens=1023,heads=28: not measured; the bracket rule's choice
@@ -851,43 +846,44 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8191,heads=28: not measured; the bracket rule's choice
     //   tokens=8192,heads=28,head_size=128: 43.9 us (S 44.1 us, 1.00x), spread 0.1%, band 1.0% (retest), 96.2% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 22, 42, 8, V8::id},
-    //   tokens=1,heads=64,head_size=128: 1.46 us (S 2.15 us, 1.47x), spread 0.4%, band 1.0% (retest), 0.8% of copy
+    //   tokens=1,heads=64,head_size=128: 1.52 us (S 2.22 us, 1.46x), spread 1.4%, band 3.1% (retest), 0.8% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 1, 43, INT64_MAX, 8, V8::id},
-    //   tokens=2,heads=64,head_size=128: 1.49 us (S 2.23 us, 1.50x), spread 0.4%, band 1.0% (retest), 1.6% of copy
+    //   tokens=2,heads=64,head_size=128: 1.54 us (S 2.32 us, 1.51x), spread 0.9%, band 1.0% (retest), 1.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2, 43, INT64_MAX, 25, V25::id},
     //   tokens=4,heads=64: not measured; the bracket rule's choice
     //   tokens=7,heads=64: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 7, 43, INT64_MAX, 8, V8::id},
-    //   tokens=8,heads=64,head_size=128: 1.58 us (S 2.36 us, 1.50x), spread 0.6%, band 1.0% (retest), 5.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 7, 43, INT64_MAX, 23, V23::id},
+    //   tokens=8,heads=64,head_size=128: 1.63 us (S 2.47 us, 1.51x), spread 0.3%, band 1.0% (retest), 5.8% of copy
     //   tokens=11,heads=64: not measured; the bracket rule's choice
     //   tokens=15,heads=64: not measured; the bracket rule's choice
-    //   tokens=16,heads=64,head_size=128: 1.72 us (S 2.55 us, 1.49x), spread 0.8%, band 1.0% (retest), 10.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 16, 43, INT64_MAX, 23, V23::id},
+    //   tokens=16,heads=64,head_size=128: 1.71 us (S 2.59 us, 1.51x), spread 0.5%, band 1.0% (retest), 11.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 16, 43, INT64_MAX, 24, V24::id},
     //   tokens=22,heads=64: not measured; the bracket rule's choice
     //   tokens=31,heads=64: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 31, 43, INT64_MAX, 26, V26::id},
-    //   tokens=32,heads=64,head_size=128: 1.92 us (S 2.70 us, 1.41x), spread 0.3%, band 1.0% (retest), 19.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 31, 43, INT64_MAX, 27, V27::id},
+    //   tokens=32,heads=64,head_size=128: 1.94 us (S 2.73 us, 1.41x), spread 0.5%, band 1.2% (retest), 19.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 32, 43, INT64_MAX, 8, V8::id},
     //   tokens=45,heads=64: not measured; the bracket rule's choice
     //   tokens=63,heads=64: not measured; the bracket rule's choice
-    //   tokens=64,heads=64,head_size=128: 2.37 us (S 3.06 us, 1.29x), spread 0.3%, band 1.0% (retest), 31.7% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 64, 43, INT64_MAX, 26, V26::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 43, INT64_MAX, 9, V9::id},
+    //   tokens=64,heads=64,head_size=128: 2.42 us (S 3.15 us, 1.30x), spread 1.1%, band 1.1% (retest), 31.1% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 64, 43, INT64_MAX, 27, V27::id},
     //   tokens=128,heads=64: not measured; the bracket rule's choice
     //   tokens=255,heads=64: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 43, INT64_MAX, 9, V9::id},
-    //   tokens=256,heads=64,head_size=128: 4.71 us (S 5.35 us, 1.13x), spread 0.6%, band 1.0% (retest), 63.7% of copy
+    //   tokens=256,heads=64,head_size=128: 4.78 us (S 5.45 us, 1.14x), spread 0.6%, band 1.0% (retest), 63.0% of copy
     //   tokens=362,heads=64: not measured; the bracket rule's choice
     //   tokens=511,heads=64: not measured; the bracket rule's choice
-    //   tokens=512,heads=64,head_size=128: 7.67 us (S 8.63 us, 1.13x), spread 0.5%, band 1.0% (retest), 78.3% of copy
+    //   tokens=512,heads=64,head_size=128: 7.72 us (S 8.75 us, 1.13x), spread 0.1%, band 1.0% (retest), 78.0% of copy
     //   tokens=724,heads=64: not measured; the bracket rule's choice
     //   tokens=1023,heads=64: not measured; the bracket rule's choice
-    //   tokens=1024,heads=64,head_size=128: 13.6 us (S 14.6 us, 1.08x), spread 0.2%, band 1.0% (retest), 88.5% of copy
+    //   tokens=1024,heads=64,head_size=128: 13.6 us (S 14.6 us, 1.08x), spread 0.0%, band 1.0% (retest), 88.8% of copy
     //   tokens=1448,heads=64: not measured; the bracket rule's choice
     //   tokens=2047,heads=64: not measured; the bracket rule's choice
-    //   tokens=2048,heads=64,head_size=128: 25.4 us (S 26.3 us, 1.04x), spread 0.3%, band 1.0% (retest), 94.6% of copy
+    //   tokens=2048,heads=64,head_size=128: 25.5 us (S 26.4 us, 1.03x), spread 0.1%, band 1.0% (retest), 94.6% of copy
     //   tokens=4096,heads=64: not measured; the bracket rule's choice
     //   tokens=8191,heads=64: not measured; the bracket rule's choice
-    //   tokens=8192,heads=64,head_size=128: 96.8 us (S 96.9 us, 1.00x), spread 0.1%, band 1.0% (retest), 99.3% of copy
+    //   tokens=8192,heads=64,head_size=128: 97.1 us (S 97.2 us, 1.00x), spread 0.1%, band 1.0% (retest), 99.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 43, INT64_MAX, 8, V8::id},
 };
 

@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/rmsnorm.json (0x363b74537d0b9357): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/rmsnorm.json (0x9d5f8cb27d37906e): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/rmsnorm.json (0xaa8a6f181312661f): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T14:44:54+00:00, commit 745fab4086eccce2efaaa91a5995d3acbe826eb3-dirty
 //     cells between its measured shapes: the bracket rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -40,29 +40,30 @@ struct V10 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_4.pdl_1"; };  
 struct V11 { static constexpr char id[] = "vb_16.vpt_4.stage_3.cs_1.pdl_1"; };  // bf16, sm_90
 struct V12 { static constexpr char id[] = "vb_16.vpt_4.stage_7.cs_1.pdl_1"; };  // bf16, sm_90
 struct V13 { static constexpr char id[] = "vb_16.vpt_2.stage_4.cs_1.pdl_1"; };  // fp32, sm_90
-struct V14 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_2.pdl_1"; };  // fp32, sm_90
-struct V15 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
-struct V16 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_1.pdl_1"; };  // fp32, sm_90
-struct V17 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_1.pdl_1"; };  // fp32, sm_90
-struct V18 { static constexpr char id[] = "vb_16.vpt_1.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
+struct V14 { static constexpr char id[] = "vb_16.vpt_4.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
+struct V15 { static constexpr char id[] = "vb_16.vpt_1.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
+struct V16 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_2.pdl_1"; };  // fp32, sm_90
+struct V17 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
+struct V18 { static constexpr char id[] = "vb_16.vpt_2.stage_0.cs_1.pdl_1"; };  // fp32, sm_90
 struct V19 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // fp32, sm_90
-struct V20 { static constexpr char id[] = "vb_16.vpt_4.stage_3.cs_1.pdl_1"; };  // fp32, sm_90
-struct V21 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_1.pdl_0"; };  // fp32, sm_90
-struct V22 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_2.pdl_1"; };  // fp32, sm_90
-struct V23 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_4.pdl_1"; };  // fp32, sm_90
-struct V24 { static constexpr char id[] = "vb_16.vpt_2.stage_4.cs_1.pdl_1"; };  // fp16, sm_90
-struct V25 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_8.pdl_1"; };  // fp16, sm_90
-struct V26 { static constexpr char id[] = "vb_16.vpt_1.stage_3.cs_1.pdl_1"; };  // fp16, sm_90
-struct V27 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // fp16, sm_90
-struct V28 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // fp16, sm_90
-struct V29 { static constexpr char id[] = "vb_16.vpt_4.stage_6.cs_1.pdl_1"; };  // fp16, sm_90
-struct V30 { static constexpr char id[] = "vb_16.vpt_2.stage_4.cs_1.pdl_1"; };  // bf16, sm_90
-struct V31 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_8.pdl_1"; };  // bf16, sm_90
-struct V32 { static constexpr char id[] = "vb_16.vpt_1.stage_3.cs_1.pdl_1"; };  // bf16, sm_90
-struct V33 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_2.pdl_1"; };  // bf16, sm_90
-struct V34 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // bf16, sm_90
-struct V35 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // bf16, sm_90
-struct V36 { static constexpr char id[] = "vb_16.vpt_4.stage_6.cs_1.pdl_1"; };  // bf16, sm_90
+struct V20 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_1.pdl_0"; };  // fp32, sm_90
+struct V21 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_4.pdl_1"; };  // fp32, sm_90
+struct V22 { static constexpr char id[] = "vb_16.vpt_1.stage_5.cs_8.pdl_1"; };  // fp32, sm_90
+struct V23 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_1.pdl_1"; };  // fp32, sm_90
+struct V24 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_2.pdl_1"; };  // fp32, sm_90
+struct V25 { static constexpr char id[] = "vb_16.vpt_4.stage_0.cs_4.pdl_1"; };  // fp32, sm_90
+struct V26 { static constexpr char id[] = "vb_16.vpt_2.stage_4.cs_1.pdl_1"; };  // fp16, sm_90
+struct V27 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_8.pdl_1"; };  // fp16, sm_90
+struct V28 { static constexpr char id[] = "vb_16.vpt_1.stage_3.cs_1.pdl_1"; };  // fp16, sm_90
+struct V29 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // fp16, sm_90
+struct V30 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // fp16, sm_90
+struct V31 { static constexpr char id[] = "vb_16.vpt_4.stage_6.cs_1.pdl_1"; };  // fp16, sm_90
+struct V32 { static constexpr char id[] = "vb_16.vpt_2.stage_4.cs_1.pdl_1"; };  // bf16, sm_90
+struct V33 { static constexpr char id[] = "vb_16.vpt_2.stage_5.cs_8.pdl_1"; };  // bf16, sm_90
+struct V34 { static constexpr char id[] = "vb_16.vpt_1.stage_3.cs_1.pdl_1"; };  // bf16, sm_90
+struct V35 { static constexpr char id[] = "vb_16.vpt_2.stage_3.cs_1.pdl_1"; };  // bf16, sm_90
+struct V36 { static constexpr char id[] = "vb_16.vpt_2.stage_7.cs_1.pdl_1"; };  // bf16, sm_90
+struct V37 { static constexpr char id[] = "vb_16.vpt_4.stage_6.cs_1.pdl_1"; };  // bf16, sm_90
 
 inline constexpr ktune::TunedEntry entries[] = {
     // NVIDIA H100 80GB HBM3 (sm_90), fp32
@@ -154,102 +155,108 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8192,h=8192: 89.4 us (S 155 us, 1.74x), spread 0.4%, band 1.0% (retest), 100.2% of copy
     {90, "NVIDIA H100 80GB HBM3", ktune::DType::bf16, INT64_MAX, 6477, INT64_MAX, 9, V9::id},
     // NVIDIA H200 (sm_90), fp32
-    //   tokens=1,h=128: 1.11 us (S 2.08 us, 1.88x), spread 0.7%, band 1.0% (retest), 0.0% of copy
-    //   tokens=2,h=128: 1.11 us (S 2.10 us, 1.88x), spread 0.5%, band 1.0% (retest), 0.1% of copy
+    //   tokens=1,h=128: 1.15 us (S 2.19 us, 1.91x), spread 1.2%, band 1.2% (retest), 0.0% of copy
+    //   tokens=2,h=128: 1.17 us (S 2.16 us, 1.84x), spread 0.5%, band 1.0% (retest), 0.1% of copy
     //   tokens=4,h=128: not measured; the bracket rule's choice
     //   tokens=7,h=128: not measured; the bracket rule's choice
-    //   tokens=8,h=128: 1.16 us (S 2.08 us, 1.79x), spread 0.5%, band 1.0% (retest), 0.2% of copy
+    //   tokens=8,h=128: 1.22 us (S 2.15 us, 1.76x), spread 0.9%, band 1.0% (retest), 0.2% of copy
     //   tokens=11,h=128: not measured; the bracket rule's choice
     //   tokens=15,h=128: not measured; the bracket rule's choice
-    //   tokens=16,h=128: 1.18 us (S 2.06 us, 1.75x), spread 0.4%, band 1.0% (retest), 0.3% of copy
+    //   tokens=16,h=128: 1.23 us (S 2.15 us, 1.75x), spread 1.9%, band 1.9% (retest), 0.3% of copy
     //   tokens=22,h=128: not measured; the bracket rule's choice
     //   tokens=31,h=128: not measured; the bracket rule's choice
-    //   tokens=32,h=128: 1.22 us (S 2.09 us, 1.70x), spread 0.7%, band 1.0% (retest), 0.6% of copy
+    //   tokens=32,h=128: 1.30 us (S 2.19 us, 1.69x), spread 0.3%, band 1.0% (retest), 0.6% of copy
     //   tokens=45,h=128: not measured; the bracket rule's choice
     //   tokens=63,h=128: not measured; the bracket rule's choice
-    //   tokens=64,h=128: 1.27 us (S 2.15 us, 1.69x), spread 0.0%, band 1.0% (retest), 1.2% of copy
+    //   tokens=64,h=128: 1.35 us (S 2.20 us, 1.63x), spread 0.0%, band 1.0% (retest), 1.2% of copy
     //   tokens=128,h=128: not measured; the bracket rule's choice
     //   tokens=255,h=128: not measured; the bracket rule's choice
-    //   tokens=256,h=128: 1.33 us (S 2.29 us, 1.71x), spread 1.1%, band 1.1% (retest), 4.6% of copy
+    //   tokens=256,h=128: 1.39 us (S 2.37 us, 1.70x), spread 3.0%, band 3.0% (retest), 4.4% of copy
     //   tokens=362,h=128: not measured; the bracket rule's choice
     //   tokens=511,h=128: not measured; the bracket rule's choice
-    //   tokens=512,h=128: 1.41 us (S 2.59 us, 1.84x), spread 0.4%, band 1.0% (retest), 8.8% of copy
+    //   tokens=512,h=128: 1.45 us (S 2.67 us, 1.83x), spread 0.1%, band 1.0% (retest), 8.5% of copy
     //   tokens=724,h=128: not measured; the bracket rule's choice
     //   tokens=1023,h=128: not measured; the bracket rule's choice
-    //   tokens=1024,h=128: 1.55 us (S 3.27 us, 2.11x), spread 0.1%, band 1.0% (retest), 15.9% of copy
+    //   tokens=1024,h=128: 1.55 us (S 3.33 us, 2.14x), spread 0.7%, band 1.0% (retest), 15.9% of copy
     //   tokens=1448,h=128: not measured; the bracket rule's choice
     //   tokens=2047,h=128: not measured; the bracket rule's choice
-    //   tokens=2048,h=128: 1.82 us (S 4.53 us, 2.49x), spread 0.0%, band 1.0% (retest), 27.1% of copy
+    //   tokens=2048,h=128: 1.80 us (S 4.67 us, 2.59x), spread 0.3%, band 1.0% (retest), 27.4% of copy
     //   tokens=4096,h=128: not measured; the bracket rule's choice
     //   tokens=8191,h=128: not measured; the bracket rule's choice
-    //   tokens=8192,h=128: 3.63 us (S 12.2 us, 3.35x), spread 0.0%, band 1.0% (retest), 54.3% of copy
+    //   tokens=8192,h=128: 3.69 us (S 12.3 us, 3.33x), spread 0.1%, band 1.0% (retest), 53.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 512, 13, V13::id},
-    //   tokens=1,h=2048: 1.50 us (S 2.22 us, 1.48x), spread 1.2%, band 1.2% (retest), 0.4% of copy
-    //   tokens=2,h=2048: 1.55 us (S 2.17 us, 1.40x), spread 0.5%, band 1.0% (retest), 0.6% of copy
+    //   tokens=1,h=2048: 1.57 us (S 2.32 us, 1.48x), spread 1.1%, band 1.1% (retest), 0.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1, 513, 2508, 1, V1::id},
+    //   tokens=2,h=2048: 1.59 us (S 2.27 us, 1.43x), spread 0.8%, band 1.0% (retest), 0.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2, 513, 2508, 14, V14::id},
     //   tokens=4,h=2048: not measured; the bracket rule's choice
     //   tokens=7,h=2048: not measured; the bracket rule's choice
-    //   tokens=8,h=2048: 1.62 us (S 2.20 us, 1.36x), spread 0.7%, band 1.0% (retest), 2.0% of copy
+    //   tokens=8,h=2048: 1.66 us (S 2.29 us, 1.38x), spread 0.4%, band 1.0% (retest), 2.0% of copy
     //   tokens=11,h=2048: not measured; the bracket rule's choice
     //   tokens=15,h=2048: not measured; the bracket rule's choice
-    //   tokens=16,h=2048: 1.63 us (S 2.24 us, 1.37x), spread 1.0%, band 1.0% (retest), 3.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 513, 2508, 1, V1::id},
+    //   tokens=16,h=2048: 1.70 us (S 2.29 us, 1.35x), spread 1.3%, band 1.0% (retest), 3.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 16, 513, 2508, 15, V15::id},
     //   tokens=22,h=2048: not measured; the bracket rule's choice
     //   tokens=31,h=2048: not measured; the bracket rule's choice
-    //   tokens=32,h=2048: 1.68 us (S 2.26 us, 1.35x), spread 1.0%, band 1.0% (retest), 7.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 31, 513, 2508, 16, V16::id},
+    //   tokens=32,h=2048: 1.74 us (S 2.33 us, 1.34x), spread 0.5%, band 1.0% (retest), 7.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 32, 513, 2508, 15, V15::id},
     //   tokens=45,h=2048: not measured; the bracket rule's choice
     //   tokens=63,h=2048: not measured; the bracket rule's choice
-    //   tokens=64,h=2048: 1.83 us (S 2.43 us, 1.32x), spread 0.8%, band 1.0% (retest), 13.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 513, 2508, 14, V14::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 63, 513, 2508, 16, V16::id},
+    //   tokens=64,h=2048: 1.83 us (S 2.43 us, 1.32x), spread 1.3%, band 1.3% (retest), 13.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 64, 513, 2508, 15, V15::id},
     //   tokens=128,h=2048: not measured; the bracket rule's choice
     //   tokens=255,h=2048: not measured; the bracket rule's choice
-    //   tokens=256,h=2048: 2.51 us (S 3.06 us, 1.22x), spread 0.2%, band 1.0% (retest), 39.3% of copy
+    //   tokens=256,h=2048: 2.55 us (S 3.11 us, 1.22x), spread 0.5%, band 1.0% (retest), 38.9% of copy
     //   tokens=362,h=2048: not measured; the bracket rule's choice
     //   tokens=511,h=2048: not measured; the bracket rule's choice
-    //   tokens=512,h=2048: 3.38 us (S 5.04 us, 1.49x), spread 0.4%, band 1.0% (retest), 58.4% of copy
+    //   tokens=512,h=2048: 3.40 us (S 5.12 us, 1.51x), spread 0.2%, band 1.0% (retest), 58.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 512, 513, 2508, 1, V1::id},
     //   tokens=724,h=2048: not measured; the bracket rule's choice
     //   tokens=1023,h=2048: not measured; the bracket rule's choice
-    //   tokens=1024,h=2048: 5.50 us (S 7.70 us, 1.40x), spread 0.6%, band 1.0% (retest), 71.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 513, 2508, 17, V17::id},
+    //   tokens=1024,h=2048: 5.53 us (S 7.81 us, 1.41x), spread 0.5%, band 1.0% (retest), 71.6% of copy
     //   tokens=1448,h=2048: not measured; the bracket rule's choice
     //   tokens=2047,h=2048: not measured; the bracket rule's choice
-    //   tokens=2048,h=2048: 9.68 us (S 13.6 us, 1.41x), spread 0.1%, band 1.0% (retest), 81.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 513, 2508, 15, V15::id},
+    //   tokens=2048,h=2048: 9.63 us (S 13.8 us, 1.44x), spread 0.4%, band 1.0% (retest), 82.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 513, 2508, 14, V14::id},
     //   tokens=4096,h=2048: not measured; the bracket rule's choice
     //   tokens=8191,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 513, 2508, 16, V16::id},
-    //   tokens=8192,h=2048: 33.6 us (S 47.1 us, 1.40x), spread 0.2%, band 1.0% (retest), 93.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 513, 2508, 17, V17::id},
-    //   tokens=1,h=3072: 1.52 us (S 2.31 us, 1.52x), spread 0.8%, band 1.0% (retest), 0.6% of copy
-    //   tokens=2,h=3072: 1.58 us (S 2.31 us, 1.46x), spread 0.2%, band 1.0% (retest), 0.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 513, 2508, 17, V17::id},
+    //   tokens=8192,h=2048: 33.8 us (S 47.6 us, 1.41x), spread 0.4%, band 1.0% (retest), 93.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 513, 2508, 18, V18::id},
+    //   tokens=1,h=3072: 1.60 us (S 2.37 us, 1.48x), spread 0.9%, band 1.0% (retest), 0.5% of copy
+    //   tokens=2,h=3072: 1.64 us (S 2.38 us, 1.45x), spread 0.5%, band 1.0% (retest), 0.9% of copy
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.61 us (S 2.31 us, 1.44x), spread 0.9%, band 1.0% (retest), 3.0% of copy
+    //   tokens=8,h=3072: 1.69 us (S 2.40 us, 1.42x), spread 1.1%, band 1.1% (retest), 2.9% of copy
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
-    //   tokens=16,h=3072: 1.65 us (S 2.34 us, 1.42x), spread 1.1%, band 1.1% (retest), 5.8% of copy
+    //   tokens=16,h=3072: 1.71 us (S 2.42 us, 1.41x), spread 0.2%, band 1.0% (retest), 5.6% of copy
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
-    //   tokens=32,h=3072: 1.76 us (S 2.44 us, 1.38x), spread 0.2%, band 1.0% (retest), 10.6% of copy
+    //   tokens=32,h=3072: 1.78 us (S 2.46 us, 1.38x), spread 0.5%, band 1.0% (retest), 10.6% of copy
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    //   tokens=64,h=3072: 1.92 us (S 2.61 us, 1.36x), spread 0.4%, band 1.0% (retest), 19.4% of copy
+    //   tokens=64,h=3072: 1.96 us (S 2.62 us, 1.34x), spread 0.4%, band 1.1% (retest), 19.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 2509, 3318, 1, V1::id},
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
-    //   tokens=256,h=3072: 3.21 us (S 3.58 us, 1.12x), spread 0.3%, band 1.0% (retest), 46.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 2509, 3318, 18, V18::id},
+    //   tokens=256,h=3072: 3.27 us (S 3.64 us, 1.11x), spread 0.8%, band 1.0% (retest), 45.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 2509, 3318, 15, V15::id},
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
-    //   tokens=512,h=3072: 4.26 us (S 6.11 us, 1.43x), spread 0.8%, band 1.0% (retest), 69.4% of copy
+    //   tokens=512,h=3072: 4.31 us (S 6.22 us, 1.44x), spread 0.2%, band 1.0% (retest), 68.9% of copy
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
-    //   tokens=1024,h=3072: 7.41 us (S 11.0 us, 1.48x), spread 0.2%, band 1.0% (retest), 79.8% of copy
+    //   tokens=1024,h=3072: 7.47 us (S 11.2 us, 1.50x), spread 0.1%, band 1.0% (retest), 79.5% of copy
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    //   tokens=2048,h=3072: 13.4 us (S 20.5 us, 1.53x), spread 0.2%, band 1.0% (retest), 88.2% of copy
+    //   tokens=2048,h=3072: 13.5 us (S 20.7 us, 1.53x), spread 0.4%, band 1.0% (retest), 87.9% of copy
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    //   tokens=8192,h=3072: 49.3 us (S 76.1 us, 1.54x), spread 0.0%, band 1.0% (retest), 95.8% of copy
+    //   tokens=8192,h=3072: 49.8 us (S 77.2 us, 1.55x), spread 0.2%, band 1.0% (retest), 95.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 2509, 3318, 1, V1::id},
     //   tokens=1,h=3584: 1.59 us (S 2.44 us, 1.54x), spread 1.3%, band 1.3% (retest), 0.6% of copy
     //   tokens=2,h=3584: 1.63 us (S 2.45 us, 1.51x), spread 1.1%, band 1.0% (retest), 1.0% of copy
@@ -275,7 +282,7 @@ inline constexpr ktune::TunedEntry entries[] = {
     {90, "NVIDIA H200", ktune::DType::f32, 256, 3319, 3831, 1, V1::id},
     //   tokens=362,h=3584: not measured; the bracket rule's choice
     //   tokens=511,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 3319, 3831, 15, V15::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 3319, 3831, 17, V17::id},
     //   tokens=512,h=3584: 5.06 us (S 9.22 us, 1.82x), spread 0.4%, band 1.0% (retest), 68.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 512, 3319, 3831, 19, V19::id},
     //   tokens=724,h=3584: not measured; the bracket rule's choice
@@ -284,254 +291,261 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=1448,h=3584: not measured; the bracket rule's choice
     //   tokens=2047,h=3584: not measured; the bracket rule's choice
     //   tokens=2048,h=3584: 16.0 us (S 33.0 us, 2.07x), spread 0.4%, band 1.0% (retest), 87.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 3319, 3831, 20, V20::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 3319, 3831, 14, V14::id},
     //   tokens=4096,h=3584: not measured; the bracket rule's choice
     //   tokens=8191,h=3584: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 3319, 3831, 21, V21::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 3319, 3831, 20, V20::id},
     //   tokens=8192,h=3584: 58.1 us (S 125 us, 2.15x), spread 0.1%, band 1.0% (retest), 95.5% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 3319, 3831, 19, V19::id},
-    //   tokens=1,h=4096: 1.56 us (S 2.45 us, 1.57x), spread 0.2%, band 1.0% (retest), 0.7% of copy
-    //   tokens=2,h=4096: 1.59 us (S 2.43 us, 1.53x), spread 0.8%, band 1.0% (retest), 1.2% of copy
+    //   tokens=1,h=4096: 1.65 us (S 2.56 us, 1.55x), spread 1.3%, band 1.1% (retest), 0.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1, 3832, 4579, 1, V1::id},
+    //   tokens=2,h=4096: 1.67 us (S 2.52 us, 1.51x), spread 0.9%, band 1.0% (retest), 1.2% of copy
     //   tokens=4,h=4096: not measured; the bracket rule's choice
     //   tokens=7,h=4096: not measured; the bracket rule's choice
-    //   tokens=8,h=4096: 1.65 us (S 2.43 us, 1.47x), spread 0.4%, band 1.0% (retest), 4.0% of copy
+    //   tokens=8,h=4096: 1.71 us (S 2.55 us, 1.49x), spread 0.6%, band 1.0% (retest), 3.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8, 3832, 4579, 0, V0::id},
     //   tokens=11,h=4096: not measured; the bracket rule's choice
     //   tokens=15,h=4096: not measured; the bracket rule's choice
-    //   tokens=16,h=4096: 1.71 us (S 2.48 us, 1.45x), spread 0.6%, band 1.0% (retest), 7.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 3832, 4579, 0, V0::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 15, 3832, 4579, 21, V21::id},
+    //   tokens=16,h=4096: 1.76 us (S 2.56 us, 1.45x), spread 0.6%, band 1.0% (retest), 7.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 16, 3832, 4579, 1, V1::id},
     //   tokens=22,h=4096: not measured; the bracket rule's choice
     //   tokens=31,h=4096: not measured; the bracket rule's choice
-    //   tokens=32,h=4096: 1.86 us (S 2.62 us, 1.41x), spread 1.0%, band 1.0% (retest), 13.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 31, 3832, 4579, 21, V21::id},
+    //   tokens=32,h=4096: 1.85 us (S 2.63 us, 1.42x), spread 1.2%, band 1.2% (retest), 13.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 32, 3832, 4579, 1, V1::id},
     //   tokens=45,h=4096: not measured; the bracket rule's choice
     //   tokens=63,h=4096: not measured; the bracket rule's choice
-    //   tokens=64,h=4096: 2.04 us (S 2.83 us, 1.39x), spread 0.2%, band 1.0% (retest), 24.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 63, 3832, 4579, 22, V22::id},
+    //   tokens=64,h=4096: 2.08 us (S 2.84 us, 1.36x), spread 0.8%, band 1.0% (retest), 23.9% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 3832, 4579, 0, V0::id},
     //   tokens=128,h=4096: not measured; the bracket rule's choice
     //   tokens=255,h=4096: not measured; the bracket rule's choice
-    //   tokens=256,h=4096: 3.72 us (S 5.47 us, 1.47x), spread 0.4%, band 1.0% (retest), 53.0% of copy
+    //   tokens=256,h=4096: 3.76 us (S 5.59 us, 1.49x), spread 0.5%, band 1.0% (retest), 52.7% of copy
     //   tokens=362,h=4096: not measured; the bracket rule's choice
     //   tokens=511,h=4096: not measured; the bracket rule's choice
-    //   tokens=512,h=4096: 5.51 us (S 9.78 us, 1.77x), spread 0.4%, band 1.0% (retest), 71.5% of copy
+    //   tokens=512,h=4096: 5.57 us (S 9.98 us, 1.79x), spread 0.3%, band 1.0% (retest), 71.1% of copy
     //   tokens=724,h=4096: not measured; the bracket rule's choice
     //   tokens=1023,h=4096: not measured; the bracket rule's choice
-    //   tokens=1024,h=4096: 9.49 us (S 18.3 us, 1.92x), spread 0.4%, band 1.0% (retest), 83.0% of copy
+    //   tokens=1024,h=4096: 9.59 us (S 18.6 us, 1.94x), spread 0.2%, band 1.0% (retest), 82.6% of copy
     //   tokens=1448,h=4096: not measured; the bracket rule's choice
     //   tokens=2047,h=4096: not measured; the bracket rule's choice
-    //   tokens=2048,h=4096: 17.5 us (S 35.0 us, 2.00x), spread 0.1%, band 1.0% (retest), 90.3% of copy
+    //   tokens=2048,h=4096: 17.6 us (S 35.6 us, 2.03x), spread 0.3%, band 1.0% (retest), 90.0% of copy
     //   tokens=4096,h=4096: not measured; the bracket rule's choice
     //   tokens=8191,h=4096: not measured; the bracket rule's choice
-    //   tokens=8192,h=4096: 65.3 us (S 132 us, 2.03x), spread 0.1%, band 1.0% (retest), 96.5% of copy
+    //   tokens=8192,h=4096: 66.0 us (S 135 us, 2.04x), spread 0.3%, band 1.0% (retest), 95.9% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 3832, 4579, 1, V1::id},
-    //   tokens=1,h=5120: 1.57 us (S 3.04 us, 1.94x), spread 1.2%, band 1.2% (retest), 0.9% of copy
-    //   tokens=2,h=5120: 1.60 us (S 3.00 us, 1.87x), spread 0.6%, band 1.0% (retest), 1.5% of copy
+    //   tokens=1,h=5120: 1.64 us (S 3.17 us, 1.93x), spread 1.2%, band 1.2% (retest), 0.9% of copy
+    //   tokens=2,h=5120: 1.67 us (S 3.10 us, 1.86x), spread 1.2%, band 1.2% (retest), 1.4% of copy
     //   tokens=4,h=5120: not measured; the bracket rule's choice
     //   tokens=7,h=5120: not measured; the bracket rule's choice
-    //   tokens=8,h=5120: 1.64 us (S 2.98 us, 1.82x), spread 0.4%, band 1.0% (retest), 5.0% of copy
+    //   tokens=8,h=5120: 1.70 us (S 3.13 us, 1.84x), spread 0.6%, band 1.0% (retest), 4.8% of copy
     //   tokens=11,h=5120: not measured; the bracket rule's choice
     //   tokens=15,h=5120: not measured; the bracket rule's choice
-    //   tokens=16,h=5120: 1.73 us (S 3.02 us, 1.74x), spread 0.8%, band 1.0% (retest), 9.2% of copy
+    //   tokens=16,h=5120: 1.74 us (S 3.09 us, 1.78x), spread 1.5%, band 1.5% (retest), 9.1% of copy
     //   tokens=22,h=5120: not measured; the bracket rule's choice
     //   tokens=31,h=5120: not measured; the bracket rule's choice
-    //   tokens=32,h=5120: 1.89 us (S 3.19 us, 1.69x), spread 0.5%, band 1.0% (retest), 16.5% of copy
+    //   tokens=32,h=5120: 1.92 us (S 3.20 us, 1.67x), spread 1.0%, band 1.0% (retest), 16.4% of copy
     //   tokens=45,h=5120: not measured; the bracket rule's choice
     //   tokens=63,h=5120: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 63, 4580, 6476, 0, V0::id},
-    //   tokens=64,h=5120: 2.22 us (S 3.44 us, 1.55x), spread 0.6%, band 1.0% (retest), 27.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 4580, 6476, 3, V3::id},
+    //   tokens=64,h=5120: 2.23 us (S 3.44 us, 1.54x), spread 0.9%, band 1.0% (retest), 27.9% of copy
     //   tokens=128,h=5120: not measured; the bracket rule's choice
     //   tokens=255,h=5120: not measured; the bracket rule's choice
-    //   tokens=256,h=5120: 3.98 us (S 6.80 us, 1.71x), spread 0.0%, band 1.0% (retest), 61.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 4580, 6476, 0, V0::id},
+    //   tokens=256,h=5120: 4.02 us (S 6.92 us, 1.72x), spread 0.1%, band 1.0% (retest), 61.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 256, 4580, 6476, 1, V1::id},
     //   tokens=362,h=5120: not measured; the bracket rule's choice
     //   tokens=511,h=5120: not measured; the bracket rule's choice
-    //   tokens=512,h=5120: 6.49 us (S 12.0 us, 1.84x), spread 0.6%, band 1.0% (retest), 76.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 512, 4580, 6476, 20, V20::id},
+    //   tokens=512,h=5120: 6.52 us (S 12.2 us, 1.87x), spread 0.4%, band 1.0% (retest), 75.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 4580, 6476, 14, V14::id},
     //   tokens=724,h=5120: not measured; the bracket rule's choice
     //   tokens=1023,h=5120: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 1023, 4580, 6476, 4, V4::id},
-    //   tokens=1024,h=5120: 11.7 us (S 22.4 us, 1.91x), spread 0.3%, band 1.0% (retest), 84.0% of copy
+    //   tokens=1024,h=5120: 11.8 us (S 22.9 us, 1.94x), spread 0.6%, band 1.0% (retest), 84.0% of copy
     //   tokens=1448,h=5120: not measured; the bracket rule's choice
     //   tokens=2047,h=5120: not measured; the bracket rule's choice
-    //   tokens=2048,h=5120: 22.1 us (S 43.4 us, 1.97x), spread 0.3%, band 1.0% (retest), 89.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 4580, 6476, 20, V20::id},
+    //   tokens=2048,h=5120: 22.2 us (S 44.0 us, 1.98x), spread 0.2%, band 1.0% (retest), 89.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 4580, 6476, 14, V14::id},
     //   tokens=4096,h=5120: not measured; the bracket rule's choice
     //   tokens=8191,h=5120: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 4580, 6476, 16, V16::id},
-    //   tokens=8192,h=5120: 81.4 us (S 166 us, 2.04x), spread 0.3%, band 1.0% (retest), 96.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 4580, 6476, 23, V23::id},
+    //   tokens=8192,h=5120: 82.0 us (S 169 us, 2.05x), spread 0.2%, band 1.0% (retest), 96.5% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 4580, 6476, 19, V19::id},
-    //   tokens=1,h=8192: 1.59 us (S 3.41 us, 2.15x), spread 0.7%, band 1.0% (retest), 1.5% of copy
-    //   tokens=2,h=8192: 1.61 us (S 3.36 us, 2.09x), spread 0.9%, band 1.0% (retest), 2.4% of copy
+    //   tokens=1,h=8192: 1.66 us (S 3.48 us, 2.10x), spread 1.6%, band 1.6% (retest), 1.4% of copy
+    //   tokens=2,h=8192: 1.68 us (S 3.49 us, 2.08x), spread 0.8%, band 1.0% (retest), 2.3% of copy
     //   tokens=4,h=8192: not measured; the bracket rule's choice
     //   tokens=7,h=8192: not measured; the bracket rule's choice
-    //   tokens=8,h=8192: 1.71 us (S 3.32 us, 1.94x), spread 1.1%, band 1.1% (retest), 7.6% of copy
+    //   tokens=8,h=8192: 1.78 us (S 3.42 us, 1.93x), spread 0.1%, band 1.0% (retest), 7.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8, 6477, 11585, 3, V3::id},
     //   tokens=11,h=8192: not measured; the bracket rule's choice
     //   tokens=15,h=8192: not measured; the bracket rule's choice
-    //   tokens=16,h=8192: 1.90 us (S 3.42 us, 1.80x), spread 1.1%, band 1.1% (retest), 13.4% of copy
+    //   tokens=16,h=8192: 1.89 us (S 3.46 us, 1.83x), spread 0.3%, band 1.0% (retest), 13.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 16, 6477, 11585, 0, V0::id},
     //   tokens=22,h=8192: not measured; the bracket rule's choice
     //   tokens=31,h=8192: not measured; the bracket rule's choice
-    //   tokens=32,h=8192: 2.09 us (S 3.62 us, 1.73x), spread 0.6%, band 1.0% (retest), 23.9% of copy
+    //   tokens=32,h=8192: 2.10 us (S 3.65 us, 1.74x), spread 0.4%, band 1.0% (retest), 23.9% of copy
     //   tokens=45,h=8192: not measured; the bracket rule's choice
     //   tokens=63,h=8192: not measured; the bracket rule's choice
-    //   tokens=64,h=8192: 2.73 us (S 3.87 us, 1.42x), spread 0.6%, band 1.0% (retest), 36.4% of copy
+    //   tokens=64,h=8192: 2.80 us (S 3.99 us, 1.43x), spread 1.3%, band 1.3% (retest), 35.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 6477, 11585, 3, V3::id},
     //   tokens=128,h=8192: not measured; the bracket rule's choice
     //   tokens=255,h=8192: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 255, 6477, 11585, 1, V1::id},
-    //   tokens=256,h=8192: 5.69 us (S 8.30 us, 1.46x), spread 0.4%, band 1.0% (retest), 69.3% of copy
+    //   tokens=256,h=8192: 5.70 us (S 8.43 us, 1.48x), spread 0.5%, band 1.0% (retest), 69.5% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 256, 6477, 11585, 19, V19::id},
     //   tokens=362,h=8192: not measured; the bracket rule's choice
     //   tokens=511,h=8192: not measured; the bracket rule's choice
-    //   tokens=512,h=8192: 9.48 us (S 15.1 us, 1.59x), spread 0.4%, band 1.0% (retest), 83.2% of copy
+    //   tokens=512,h=8192: 9.51 us (S 15.3 us, 1.61x), spread 0.3%, band 1.0% (retest), 83.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 512, 6477, 11585, 2, V2::id},
     //   tokens=724,h=8192: not measured; the bracket rule's choice
     //   tokens=1023,h=8192: not measured; the bracket rule's choice
-    //   tokens=1024,h=8192: 18.0 us (S 28.7 us, 1.59x), spread 0.4%, band 1.0% (retest), 87.4% of copy
+    //   tokens=1024,h=8192: 18.1 us (S 29.0 us, 1.61x), spread 0.6%, band 1.0% (retest), 87.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 1024, 6477, 11585, 4, V4::id},
     //   tokens=1448,h=8192: not measured; the bracket rule's choice
     //   tokens=2047,h=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 6477, 11585, 22, V22::id},
-    //   tokens=2048,h=8192: 34.3 us (S 55.7 us, 1.63x), spread 0.5%, band 1.0% (retest), 92.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 2048, 6477, 11585, 16, V16::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 6477, 11585, 23, V23::id},
+    //   tokens=2048,h=8192: 34.8 us (S 56.5 us, 1.62x), spread 0.3%, band 1.0% (retest), 90.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2048, 6477, 11585, 19, V19::id},
     //   tokens=4096,h=8192: not measured; the bracket rule's choice
     //   tokens=8191,h=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 6477, 11585, 22, V22::id},
-    //   tokens=8192,h=8192: 129 us (S 217 us, 1.68x), spread 0.2%, band 1.0% (retest), 97.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 6477, 11585, 23, V23::id},
-    //   tokens=1,h=16384: 1.67 us (S 4.09 us, 2.44x), spread 1.0%, band 1.0% (retest), 2.8% of copy
-    //   tokens=2,h=16384: 1.71 us (S 4.06 us, 2.37x), spread 0.1%, band 1.0% (retest), 4.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 6477, 11585, 24, V24::id},
+    //   tokens=8192,h=8192: 130 us (S 219 us, 1.68x), spread 0.1%, band 1.0% (retest), 97.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 6477, 11585, 25, V25::id},
+    //   tokens=1,h=16384: 1.74 us (S 4.21 us, 2.41x), spread 0.6%, band 1.0% (retest), 2.7% of copy
+    //   tokens=2,h=16384: 1.78 us (S 4.18 us, 2.35x), spread 0.0%, band 1.0% (retest), 4.3% of copy
     //   tokens=4,h=16384: not measured; the bracket rule's choice
     //   tokens=7,h=16384: not measured; the bracket rule's choice
-    //   tokens=8,h=16384: 1.94 us (S 4.11 us, 2.11x), spread 0.3%, band 1.0% (retest), 13.5% of copy
+    //   tokens=8,h=16384: 1.93 us (S 4.22 us, 2.18x), spread 0.5%, band 1.0% (retest), 13.6% of copy
     //   tokens=11,h=16384: not measured; the bracket rule's choice
     //   tokens=15,h=16384: not measured; the bracket rule's choice
-    //   tokens=16,h=16384: 2.33 us (S 4.18 us, 1.79x), spread 1.2%, band 1.2% (retest), 21.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 11586, INT64_MAX, 3, V3::id},
+    //   tokens=16,h=16384: 2.29 us (S 4.23 us, 1.84x), spread 0.6%, band 1.0% (retest), 22.2% of copy
     //   tokens=22,h=16384: not measured; the bracket rule's choice
     //   tokens=31,h=16384: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 31, 11586, INT64_MAX, 0, V0::id},
-    //   tokens=32,h=16384: 2.99 us (S 4.51 us, 1.51x), spread 1.0%, band 1.5% (retest), 33.4% of copy
+    //   tokens=32,h=16384: 3.02 us (S 4.69 us, 1.56x), spread 0.7%, band 1.0% (retest), 33.3% of copy
     //   tokens=45,h=16384: not measured; the bracket rule's choice
     //   tokens=63,h=16384: not measured; the bracket rule's choice
-    //   tokens=64,h=16384: 4.05 us (S 5.31 us, 1.31x), spread 1.0%, band 1.0% (retest), 49.0% of copy
+    //   tokens=64,h=16384: 4.09 us (S 5.40 us, 1.32x), spread 1.2%, band 1.2% (retest), 48.7% of copy
     //   tokens=128,h=16384: not measured; the bracket rule's choice
     //   tokens=255,h=16384: not measured; the bracket rule's choice
-    //   tokens=256,h=16384: 10.8 us (S 13.3 us, 1.23x), spread 0.3%, band 1.0% (retest), 73.4% of copy
+    //   tokens=256,h=16384: 10.8 us (S 13.4 us, 1.24x), spread 0.2%, band 1.0% (retest), 73.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 256, 11586, INT64_MAX, 3, V3::id},
     //   tokens=362,h=16384: not measured; the bracket rule's choice
     //   tokens=511,h=16384: not measured; the bracket rule's choice
-    //   tokens=512,h=16384: 19.1 us (S 23.4 us, 1.22x), spread 0.3%, band 1.0% (retest), 82.5% of copy
+    //   tokens=512,h=16384: 19.3 us (S 23.7 us, 1.23x), spread 0.3%, band 1.0% (retest), 82.1% of copy
     //   tokens=724,h=16384: not measured; the bracket rule's choice
     //   tokens=1023,h=16384: not measured; the bracket rule's choice
-    //   tokens=1024,h=16384: 34.9 us (S 41.2 us, 1.18x), spread 0.3%, band 1.0% (retest), 90.3% of copy
+    //   tokens=1024,h=16384: 35.2 us (S 41.5 us, 1.18x), spread 0.6%, band 1.0% (retest), 89.9% of copy
     //   tokens=1448,h=16384: not measured; the bracket rule's choice
     //   tokens=2047,h=16384: not measured; the bracket rule's choice
-    //   tokens=2048,h=16384: 66.4 us (S 75.9 us, 1.14x), spread 0.2%, band 1.0% (retest), 94.9% of copy
+    //   tokens=2048,h=16384: 67.0 us (S 76.8 us, 1.15x), spread 0.4%, band 1.0% (retest), 94.5% of copy
     //   tokens=4096,h=16384: not measured; the bracket rule's choice
     //   tokens=8191,h=16384: not measured; the bracket rule's choice
-    //   tokens=8192,h=16384: 255 us (S 283 us, 1.11x), spread 0.1%, band 1.0% (retest), 98.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 11586, INT64_MAX, 23, V23::id},
+    //   tokens=8192,h=16384: 257 us (S 286 us, 1.11x), spread 0.1%, band 1.0% (retest), 98.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 11586, INT64_MAX, 25, V25::id},
     // NVIDIA H200 (sm_90), fp16
-    //   tokens=1,h=128: 1.13 us (S 2.12 us, 1.87x), spread 0.2%, band 1.0% (retest), 0.0% of copy
-    //   tokens=2,h=128: 1.12 us (S 2.11 us, 1.89x), spread 0.5%, band 1.0% (retest), 0.0% of copy
+    //   tokens=1,h=128: 1.15 us (S 2.21 us, 1.92x), spread 1.0%, band 1.0% (retest), 0.0% of copy
+    //   tokens=2,h=128: 1.17 us (S 2.20 us, 1.88x), spread 1.2%, band 1.2% (retest), 0.0% of copy
     //   tokens=4,h=128: not measured; the bracket rule's choice
     //   tokens=7,h=128: not measured; the bracket rule's choice
-    //   tokens=8,h=128: 1.17 us (S 2.12 us, 1.81x), spread 1.0%, band 1.0% (retest), 0.1% of copy
+    //   tokens=8,h=128: 1.21 us (S 2.19 us, 1.81x), spread 0.6%, band 1.0% (retest), 0.1% of copy
     //   tokens=11,h=128: not measured; the bracket rule's choice
     //   tokens=15,h=128: not measured; the bracket rule's choice
-    //   tokens=16,h=128: 1.19 us (S 2.11 us, 1.78x), spread 0.4%, band 1.0% (retest), 0.2% of copy
+    //   tokens=16,h=128: 1.23 us (S 2.19 us, 1.78x), spread 0.4%, band 1.0% (retest), 0.2% of copy
     //   tokens=22,h=128: not measured; the bracket rule's choice
     //   tokens=31,h=128: not measured; the bracket rule's choice
-    //   tokens=32,h=128: 1.24 us (S 2.13 us, 1.72x), spread 0.2%, band 1.0% (retest), 0.3% of copy
+    //   tokens=32,h=128: 1.30 us (S 2.19 us, 1.69x), spread 0.2%, band 1.0% (retest), 0.3% of copy
     //   tokens=45,h=128: not measured; the bracket rule's choice
     //   tokens=63,h=128: not measured; the bracket rule's choice
-    //   tokens=64,h=128: 1.27 us (S 2.14 us, 1.68x), spread 0.3%, band 1.0% (retest), 0.6% of copy
+    //   tokens=64,h=128: 1.33 us (S 2.20 us, 1.65x), spread 0.7%, band 1.0% (retest), 0.6% of copy
     //   tokens=128,h=128: not measured; the bracket rule's choice
     //   tokens=255,h=128: not measured; the bracket rule's choice
-    //   tokens=256,h=128: 1.36 us (S 2.33 us, 1.71x), spread 0.3%, band 1.0% (retest), 2.3% of copy
+    //   tokens=256,h=128: 1.43 us (S 2.40 us, 1.67x), spread 1.0%, band 1.0% (retest), 2.2% of copy
     //   tokens=362,h=128: not measured; the bracket rule's choice
     //   tokens=511,h=128: not measured; the bracket rule's choice
-    //   tokens=512,h=128: 1.38 us (S 2.67 us, 1.93x), spread 0.6%, band 1.0% (retest), 4.5% of copy
+    //   tokens=512,h=128: 1.43 us (S 2.74 us, 1.92x), spread 2.5%, band 2.5% (retest), 4.3% of copy
     //   tokens=724,h=128: not measured; the bracket rule's choice
     //   tokens=1023,h=128: not measured; the bracket rule's choice
-    //   tokens=1024,h=128: 1.47 us (S 3.31 us, 2.25x), spread 0.3%, band 1.0% (retest), 8.4% of copy
+    //   tokens=1024,h=128: 1.52 us (S 3.39 us, 2.23x), spread 0.5%, band 1.0% (retest), 8.1% of copy
     //   tokens=1448,h=128: not measured; the bracket rule's choice
     //   tokens=2047,h=128: not measured; the bracket rule's choice
-    //   tokens=2048,h=128: 1.68 us (S 4.60 us, 2.74x), spread 0.5%, band 1.0% (retest), 14.7% of copy
+    //   tokens=2048,h=128: 1.69 us (S 4.70 us, 2.78x), spread 0.2%, band 1.0% (retest), 14.7% of copy
     //   tokens=4096,h=128: not measured; the bracket rule's choice
     //   tokens=8191,h=128: not measured; the bracket rule's choice
-    //   tokens=8192,h=128: 2.96 us (S 12.0 us, 4.05x), spread 0.7%, band 1.0% (retest), 33.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 512, 24, V24::id},
-    //   tokens=1,h=2048: 1.40 us (S 2.23 us, 1.59x), spread 0.6%, band 1.0% (retest), 0.2% of copy
-    //   tokens=2,h=2048: 1.42 us (S 2.19 us, 1.54x), spread 0.9%, band 1.0% (retest), 0.3% of copy
+    //   tokens=8192,h=128: 3.01 us (S 12.1 us, 4.02x), spread 0.1%, band 1.0% (retest), 32.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 512, 26, V26::id},
+    //   tokens=1,h=2048: 1.46 us (S 2.29 us, 1.57x), spread 1.8%, band 2.6% (retest), 0.2% of copy
+    //   tokens=2,h=2048: 1.47 us (S 2.25 us, 1.53x), spread 2.2%, band 2.2% (retest), 0.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2, 513, 2508, 5, V5::id},
     //   tokens=4,h=2048: not measured; the bracket rule's choice
     //   tokens=7,h=2048: not measured; the bracket rule's choice
-    //   tokens=8,h=2048: 1.49 us (S 2.17 us, 1.46x), spread 0.6%, band 1.0% (retest), 1.1% of copy
+    //   tokens=8,h=2048: 1.54 us (S 2.26 us, 1.47x), spread 0.9%, band 1.0% (retest), 1.1% of copy
     //   tokens=11,h=2048: not measured; the bracket rule's choice
     //   tokens=15,h=2048: not measured; the bracket rule's choice
-    //   tokens=16,h=2048: 1.53 us (S 2.23 us, 1.46x), spread 1.2%, band 1.2% (retest), 2.1% of copy
+    //   tokens=16,h=2048: 1.58 us (S 2.30 us, 1.45x), spread 0.5%, band 1.0% (retest), 2.0% of copy
     //   tokens=22,h=2048: not measured; the bracket rule's choice
     //   tokens=31,h=2048: not measured; the bracket rule's choice
-    //   tokens=32,h=2048: 1.55 us (S 2.24 us, 1.44x), spread 0.7%, band 1.0% (retest), 4.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 32, 513, 2508, 25, V25::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 513, 2508, 27, V27::id},
+    //   tokens=32,h=2048: 1.62 us (S 2.32 us, 1.43x), spread 0.3%, band 2.3% (retest), 3.9% of copy
     //   tokens=45,h=2048: not measured; the bracket rule's choice
     //   tokens=63,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 63, 513, 2508, 26, V26::id},
-    //   tokens=64,h=2048: 1.63 us (S 2.27 us, 1.40x), spread 0.2%, band 1.0% (retest), 7.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 64, 513, 2508, 5, V5::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 63, 513, 2508, 5, V5::id},
+    //   tokens=64,h=2048: 1.66 us (S 2.35 us, 1.41x), spread 0.8%, band 1.0% (retest), 7.5% of copy
     //   tokens=128,h=2048: not measured; the bracket rule's choice
     //   tokens=255,h=2048: not measured; the bracket rule's choice
-    //   tokens=256,h=2048: 2.06 us (S 2.58 us, 1.26x), spread 1.4%, band 1.4% (retest), 24.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 255, 513, 2508, 28, V28::id},
+    //   tokens=256,h=2048: 2.06 us (S 2.65 us, 1.29x), spread 1.5%, band 1.9% (retest), 24.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 256, 513, 2508, 5, V5::id},
     //   tokens=362,h=2048: not measured; the bracket rule's choice
     //   tokens=511,h=2048: not measured; the bracket rule's choice
-    //   tokens=512,h=2048: 2.55 us (S 3.10 us, 1.22x), spread 1.6%, band 1.6% (retest), 38.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 512, 513, 2508, 26, V26::id},
+    //   tokens=512,h=2048: 2.62 us (S 3.19 us, 1.21x), spread 1.8%, band 1.8% (retest), 37.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 512, 513, 2508, 28, V28::id},
     //   tokens=724,h=2048: not measured; the bracket rule's choice
     //   tokens=1023,h=2048: not measured; the bracket rule's choice
-    //   tokens=1024,h=2048: 3.51 us (S 5.04 us, 1.43x), spread 0.9%, band 1.0% (retest), 56.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 513, 2508, 27, V27::id},
+    //   tokens=1024,h=2048: 3.55 us (S 5.10 us, 1.44x), spread 0.8%, band 1.0% (retest), 55.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 513, 2508, 29, V29::id},
     //   tokens=1448,h=2048: not measured; the bracket rule's choice
     //   tokens=2047,h=2048: not measured; the bracket rule's choice
-    //   tokens=2048,h=2048: 5.82 us (S 7.67 us, 1.32x), spread 0.3%, band 1.0% (retest), 67.7% of copy
+    //   tokens=2048,h=2048: 5.89 us (S 7.81 us, 1.33x), spread 0.4%, band 1.0% (retest), 67.2% of copy
     //   tokens=4096,h=2048: not measured; the bracket rule's choice
     //   tokens=8191,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 513, 2508, 26, V26::id},
-    //   tokens=8192,h=2048: 17.9 us (S 24.2 us, 1.35x), spread 0.4%, band 1.0% (retest), 88.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 513, 2508, 27, V27::id},
-    //   tokens=1,h=3072: 1.45 us (S 2.25 us, 1.55x), spread 0.4%, band 1.0% (retest), 0.3% of copy
-    //   tokens=2,h=3072: 1.47 us (S 2.25 us, 1.53x), spread 0.6%, band 1.0% (retest), 0.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 513, 2508, 28, V28::id},
+    //   tokens=8192,h=2048: 18.0 us (S 24.5 us, 1.36x), spread 0.7%, band 1.0% (retest), 88.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 513, 2508, 29, V29::id},
+    //   tokens=1,h=3072: 1.51 us (S 2.32 us, 1.54x), spread 0.7%, band 1.0% (retest), 0.3% of copy
+    //   tokens=2,h=3072: 1.52 us (S 2.31 us, 1.52x), spread 3.1%, band 3.1% (retest), 0.5% of copy
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.55 us (S 2.23 us, 1.43x), spread 0.5%, band 2.0% (retest), 1.6% of copy
+    //   tokens=8,h=3072: 1.60 us (S 2.33 us, 1.45x), spread 0.4%, band 1.0% (retest), 1.5% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 8, 2509, 3318, 5, V5::id},
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 15, 2509, 3318, 8, V8::id},
-    //   tokens=16,h=3072: 1.55 us (S 2.25 us, 1.45x), spread 1.2%, band 1.2% (retest), 3.1% of copy
+    //   tokens=16,h=3072: 1.62 us (S 2.34 us, 1.45x), spread 1.1%, band 1.6% (retest), 3.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 16, 2509, 3318, 5, V5::id},
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
-    //   tokens=32,h=3072: 1.60 us (S 2.29 us, 1.43x), spread 0.6%, band 1.0% (retest), 5.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 2509, 3318, 8, V8::id},
+    //   tokens=32,h=3072: 1.66 us (S 2.36 us, 1.42x), spread 0.2%, band 1.0% (retest), 5.7% of copy
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    //   tokens=64,h=3072: 1.73 us (S 2.38 us, 1.38x), spread 0.8%, band 1.0% (retest), 10.8% of copy
+    //   tokens=64,h=3072: 1.73 us (S 2.42 us, 1.40x), spread 0.4%, band 1.0% (retest), 10.8% of copy
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
-    //   tokens=256,h=3072: 2.39 us (S 2.86 us, 1.20x), spread 1.1%, band 1.1% (retest), 31.0% of copy
+    //   tokens=256,h=3072: 2.43 us (S 2.90 us, 1.20x), spread 1.1%, band 1.1% (retest), 30.6% of copy
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
-    //   tokens=512,h=3072: 3.16 us (S 3.64 us, 1.15x), spread 0.6%, band 1.0% (retest), 46.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 512, 2509, 3318, 5, V5::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 511, 2509, 3318, 5, V5::id},
+    //   tokens=512,h=3072: 3.18 us (S 3.71 us, 1.17x), spread 0.8%, band 1.0% (retest), 46.8% of copy
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
-    //   tokens=1024,h=3072: 4.55 us (S 6.06 us, 1.33x), spread 0.9%, band 1.0% (retest), 64.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 2509, 3318, 26, V26::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 1023, 2509, 3318, 28, V28::id},
+    //   tokens=1024,h=3072: 4.57 us (S 6.20 us, 1.36x), spread 0.1%, band 1.0% (retest), 65.0% of copy
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    //   tokens=2048,h=3072: 7.54 us (S 10.8 us, 1.43x), spread 0.2%, band 1.0% (retest), 78.4% of copy
+    //   tokens=2048,h=3072: 7.61 us (S 11.0 us, 1.44x), spread 0.7%, band 1.0% (retest), 78.0% of copy
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    //   tokens=8192,h=3072: 26.1 us (S 37.0 us, 1.42x), spread 0.2%, band 1.0% (retest), 90.5% of copy
+    //   tokens=8192,h=3072: 26.3 us (S 37.5 us, 1.42x), spread 0.2%, band 1.0% (retest), 90.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 2509, 3318, 6, V6::id},
     //   tokens=1,h=3584: 1.51 us (S 2.32 us, 1.54x), spread 0.6%, band 1.0% (retest), 0.3% of copy
     //   tokens=2,h=3584: 1.53 us (S 2.32 us, 1.52x), spread 0.6%, band 1.0% (retest), 0.6% of copy
@@ -560,7 +574,7 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=1023,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 1023, 3319, 3831, 6, V6::id},
     //   tokens=1024,h=3584: 5.11 us (S 7.74 us, 1.52x), spread 0.8%, band 1.0% (retest), 68.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 3319, 3831, 27, V27::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 3319, 3831, 29, V29::id},
     //   tokens=1448,h=3584: not measured; the bracket rule's choice
     //   tokens=2047,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 2047, 3319, 3831, 6, V6::id},
@@ -568,253 +582,252 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=4096,h=3584: not measured; the bracket rule's choice
     //   tokens=8191,h=3584: not measured; the bracket rule's choice
     //   tokens=8192,h=3584: 30.3 us (S 47.0 us, 1.55x), spread 0.1%, band 1.0% (retest), 91.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3319, 3831, 27, V27::id},
-    //   tokens=1,h=4096: 1.46 us (S 2.30 us, 1.57x), spread 1.3%, band 1.3% (retest), 0.4% of copy
-    //   tokens=2,h=4096: 1.48 us (S 2.27 us, 1.53x), spread 0.4%, band 1.0% (retest), 0.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2, 3832, 4579, 5, V5::id},
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3319, 3831, 29, V29::id},
+    //   tokens=1,h=4096: 1.51 us (S 2.40 us, 1.59x), spread 3.8%, band 2.1% (retest), 0.4% of copy
+    //   tokens=2,h=4096: 1.54 us (S 2.36 us, 1.53x), spread 0.6%, band 1.0% (retest), 0.6% of copy
     //   tokens=4,h=4096: not measured; the bracket rule's choice
     //   tokens=7,h=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 7, 3832, 4579, 8, V8::id},
-    //   tokens=8,h=4096: 1.56 us (S 2.28 us, 1.46x), spread 0.9%, band 1.7% (retest), 2.1% of copy
+    //   tokens=8,h=4096: 1.62 us (S 2.36 us, 1.46x), spread 1.2%, band 1.0% (retest), 2.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 8, 3832, 4579, 5, V5::id},
     //   tokens=11,h=4096: not measured; the bracket rule's choice
     //   tokens=15,h=4096: not measured; the bracket rule's choice
-    //   tokens=16,h=4096: 1.58 us (S 2.30 us, 1.46x), spread 0.4%, band 1.0% (retest), 4.0% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 15, 3832, 4579, 8, V8::id},
+    //   tokens=16,h=4096: 1.64 us (S 2.38 us, 1.45x), spread 1.4%, band 1.0% (retest), 3.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 16, 3832, 4579, 5, V5::id},
     //   tokens=22,h=4096: not measured; the bracket rule's choice
     //   tokens=31,h=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 31, 3832, 4579, 8, V8::id},
-    //   tokens=32,h=4096: 1.64 us (S 2.35 us, 1.43x), spread 1.0%, band 1.0% (retest), 7.6% of copy
+    //   tokens=32,h=4096: 1.68 us (S 2.40 us, 1.43x), spread 0.9%, band 1.0% (retest), 7.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 32, 3832, 4579, 5, V5::id},
     //   tokens=45,h=4096: not measured; the bracket rule's choice
     //   tokens=63,h=4096: not measured; the bracket rule's choice
-    //   tokens=64,h=4096: 1.80 us (S 2.48 us, 1.38x), spread 0.6%, band 1.0% (retest), 13.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 63, 3832, 4579, 8, V8::id},
+    //   tokens=64,h=4096: 1.81 us (S 2.50 us, 1.39x), spread 0.5%, band 1.0% (retest), 13.8% of copy
     //   tokens=128,h=4096: not measured; the bracket rule's choice
     //   tokens=255,h=4096: not measured; the bracket rule's choice
-    //   tokens=256,h=4096: 2.66 us (S 3.15 us, 1.18x), spread 0.4%, band 1.0% (retest), 37.1% of copy
+    //   tokens=256,h=4096: 2.75 us (S 3.21 us, 1.17x), spread 2.1%, band 2.1% (retest), 36.1% of copy
     //   tokens=362,h=4096: not measured; the bracket rule's choice
     //   tokens=511,h=4096: not measured; the bracket rule's choice
-    //   tokens=512,h=4096: 3.52 us (S 5.24 us, 1.49x), spread 1.6%, band 1.6% (retest), 56.0% of copy
+    //   tokens=512,h=4096: 3.57 us (S 5.32 us, 1.49x), spread 0.5%, band 1.0% (retest), 55.5% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 3832, 4579, 5, V5::id},
     //   tokens=724,h=4096: not measured; the bracket rule's choice
     //   tokens=1023,h=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 1023, 3832, 4579, 27, V27::id},
-    //   tokens=1024,h=4096: 5.54 us (S 8.10 us, 1.46x), spread 0.5%, band 1.0% (retest), 71.1% of copy
+    //   tokens=1024,h=4096: 5.53 us (S 8.24 us, 1.49x), spread 0.5%, band 1.0% (retest), 71.5% of copy
     //   tokens=1448,h=4096: not measured; the bracket rule's choice
     //   tokens=2047,h=4096: not measured; the bracket rule's choice
-    //   tokens=2048,h=4096: 9.69 us (S 14.4 us, 1.49x), spread 0.4%, band 1.0% (retest), 81.4% of copy
+    //   tokens=2048,h=4096: 9.67 us (S 14.7 us, 1.52x), spread 0.3%, band 1.0% (retest), 81.8% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 3832, 4579, 6, V6::id},
     //   tokens=4096,h=4096: not measured; the bracket rule's choice
     //   tokens=8191,h=4096: not measured; the bracket rule's choice
-    //   tokens=8192,h=4096: 34.3 us (S 50.2 us, 1.46x), spread 0.2%, band 1.0% (retest), 91.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3832, 4579, 27, V27::id},
-    //   tokens=1,h=5120: 1.48 us (S 2.34 us, 1.57x), spread 0.7%, band 1.0% (retest), 0.5% of copy
-    //   tokens=2,h=5120: 1.53 us (S 2.32 us, 1.52x), spread 0.1%, band 1.0% (retest), 0.8% of copy
+    //   tokens=8192,h=4096: 34.5 us (S 50.6 us, 1.47x), spread 0.1%, band 1.0% (retest), 91.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3832, 4579, 29, V29::id},
+    //   tokens=1,h=5120: 1.54 us (S 2.42 us, 1.57x), spread 1.4%, band 1.4% (retest), 0.5% of copy
+    //   tokens=2,h=5120: 1.59 us (S 2.41 us, 1.52x), spread 0.9%, band 1.0% (retest), 0.8% of copy
     //   tokens=4,h=5120: not measured; the bracket rule's choice
     //   tokens=7,h=5120: not measured; the bracket rule's choice
-    //   tokens=8,h=5120: 1.56 us (S 2.35 us, 1.50x), spread 0.4%, band 1.0% (retest), 2.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 7, 4580, 6476, 8, V8::id},
+    //   tokens=8,h=5120: 1.64 us (S 2.45 us, 1.50x), spread 0.2%, band 1.0% (retest), 2.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8, 4580, 6476, 5, V5::id},
     //   tokens=11,h=5120: not measured; the bracket rule's choice
     //   tokens=15,h=5120: not measured; the bracket rule's choice
-    //   tokens=16,h=5120: 1.60 us (S 2.35 us, 1.46x), spread 0.6%, band 1.0% (retest), 5.0% of copy
+    //   tokens=16,h=5120: 1.65 us (S 2.44 us, 1.48x), spread 1.0%, band 1.0% (retest), 4.8% of copy
     //   tokens=22,h=5120: not measured; the bracket rule's choice
     //   tokens=31,h=5120: not measured; the bracket rule's choice
-    //   tokens=32,h=5120: 1.69 us (S 2.43 us, 1.44x), spread 1.0%, band 1.0% (retest), 9.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 31, 4580, 6476, 8, V8::id},
+    //   tokens=32,h=5120: 1.73 us (S 2.46 us, 1.42x), spread 0.2%, band 1.0% (retest), 9.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 32, 4580, 6476, 5, V5::id},
     //   tokens=45,h=5120: not measured; the bracket rule's choice
     //   tokens=63,h=5120: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 63, 4580, 6476, 8, V8::id},
-    //   tokens=64,h=5120: 1.89 us (S 2.59 us, 1.37x), spread 0.5%, band 1.0% (retest), 16.4% of copy
+    //   tokens=64,h=5120: 1.89 us (S 2.62 us, 1.38x), spread 0.5%, band 1.0% (retest), 16.5% of copy
     //   tokens=128,h=5120: not measured; the bracket rule's choice
     //   tokens=255,h=5120: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 255, 4580, 6476, 5, V5::id},
-    //   tokens=256,h=5120: 2.97 us (S 3.43 us, 1.16x), spread 0.3%, band 1.0% (retest), 41.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 256, 4580, 6476, 26, V26::id},
+    //   tokens=256,h=5120: 3.05 us (S 3.48 us, 1.14x), spread 0.4%, band 1.0% (retest), 40.6% of copy
     //   tokens=362,h=5120: not measured; the bracket rule's choice
     //   tokens=511,h=5120: not measured; the bracket rule's choice
-    //   tokens=512,h=5120: 3.97 us (S 5.80 us, 1.46x), spread 0.3%, band 1.0% (retest), 62.2% of copy
+    //   tokens=512,h=5120: 4.00 us (S 5.91 us, 1.48x), spread 0.5%, band 1.0% (retest), 61.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 4580, 6476, 5, V5::id},
     //   tokens=724,h=5120: not measured; the bracket rule's choice
     //   tokens=1023,h=5120: not measured; the bracket rule's choice
-    //   tokens=1024,h=5120: 6.49 us (S 10.4 us, 1.60x), spread 0.2%, band 1.0% (retest), 75.9% of copy
+    //   tokens=1024,h=5120: 6.53 us (S 10.5 us, 1.61x), spread 0.3%, band 1.0% (retest), 75.8% of copy
     //   tokens=1448,h=5120: not measured; the bracket rule's choice
     //   tokens=2047,h=5120: not measured; the bracket rule's choice
-    //   tokens=2048,h=5120: 11.8 us (S 19.4 us, 1.65x), spread 0.2%, band 1.0% (retest), 83.5% of copy
+    //   tokens=2048,h=5120: 11.9 us (S 19.7 us, 1.66x), spread 0.3%, band 1.0% (retest), 83.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 4580, 6476, 6, V6::id},
     //   tokens=4096,h=5120: not measured; the bracket rule's choice
     //   tokens=8191,h=5120: not measured; the bracket rule's choice
-    //   tokens=8192,h=5120: 42.4 us (S 72.3 us, 1.70x), spread 0.1%, band 1.0% (retest), 92.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 4580, 6476, 27, V27::id},
-    //   tokens=1,h=8192: 1.53 us (S 2.55 us, 1.67x), spread 1.5%, band 1.5% (retest), 0.8% of copy
-    //   tokens=2,h=8192: 1.55 us (S 2.53 us, 1.63x), spread 1.1%, band 1.1% (retest), 1.2% of copy
+    //   tokens=8192,h=5120: 42.7 us (S 73.0 us, 1.71x), spread 0.3%, band 1.0% (retest), 92.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 4580, 6476, 29, V29::id},
+    //   tokens=1,h=8192: 1.58 us (S 2.62 us, 1.66x), spread 1.6%, band 1.6% (retest), 0.7% of copy
+    //   tokens=2,h=8192: 1.62 us (S 2.62 us, 1.62x), spread 0.9%, band 1.0% (retest), 1.2% of copy
     //   tokens=4,h=8192: not measured; the bracket rule's choice
     //   tokens=7,h=8192: not measured; the bracket rule's choice
-    //   tokens=8,h=8192: 1.60 us (S 2.53 us, 1.58x), spread 0.9%, band 1.0% (retest), 4.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 8, 6477, 11585, 8, V8::id},
+    //   tokens=8,h=8192: 1.66 us (S 2.63 us, 1.58x), spread 0.3%, band 1.0% (retest), 4.0% of copy
     //   tokens=11,h=8192: not measured; the bracket rule's choice
     //   tokens=15,h=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 15, 6477, 11585, 25, V25::id},
-    //   tokens=16,h=8192: 1.66 us (S 2.56 us, 1.55x), spread 0.1%, band 1.0% (retest), 7.7% of copy
+    //   tokens=16,h=8192: 1.69 us (S 2.64 us, 1.56x), spread 0.4%, band 1.0% (retest), 7.5% of copy
     //   tokens=22,h=8192: not measured; the bracket rule's choice
     //   tokens=31,h=8192: not measured; the bracket rule's choice
-    //   tokens=32,h=8192: 1.82 us (S 2.69 us, 1.48x), spread 1.0%, band 1.0% (retest), 13.7% of copy
+    //   tokens=32,h=8192: 1.82 us (S 2.72 us, 1.49x), spread 0.5%, band 1.0% (retest), 13.8% of copy
     //   tokens=45,h=8192: not measured; the bracket rule's choice
     //   tokens=63,h=8192: not measured; the bracket rule's choice
-    //   tokens=64,h=8192: 2.15 us (S 2.91 us, 1.36x), spread 0.7%, band 1.0% (retest), 23.1% of copy
+    //   tokens=64,h=8192: 2.11 us (S 2.91 us, 1.38x), spread 0.6%, band 1.0% (retest), 23.6% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 6477, 11585, 8, V8::id},
     //   tokens=128,h=8192: not measured; the bracket rule's choice
     //   tokens=255,h=8192: not measured; the bracket rule's choice
-    //   tokens=256,h=8192: 3.74 us (S 5.69 us, 1.52x), spread 0.5%, band 1.0% (retest), 52.8% of copy
+    //   tokens=256,h=8192: 3.77 us (S 5.75 us, 1.53x), spread 0.5%, band 1.0% (retest), 52.6% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 6477, 11585, 5, V5::id},
     //   tokens=362,h=8192: not measured; the bracket rule's choice
     //   tokens=511,h=8192: not measured; the bracket rule's choice
-    //   tokens=512,h=8192: 5.66 us (S 10.2 us, 1.80x), spread 0.3%, band 1.0% (retest), 69.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 512, 6477, 11585, 27, V27::id},
+    //   tokens=512,h=8192: 5.69 us (S 10.4 us, 1.82x), spread 0.2%, band 1.0% (retest), 69.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 512, 6477, 11585, 29, V29::id},
     //   tokens=724,h=8192: not measured; the bracket rule's choice
     //   tokens=1023,h=8192: not measured; the bracket rule's choice
-    //   tokens=1024,h=8192: 9.69 us (S 19.0 us, 1.96x), spread 0.1%, band 1.0% (retest), 81.3% of copy
+    //   tokens=1024,h=8192: 9.74 us (S 19.3 us, 1.98x), spread 0.5%, band 1.0% (retest), 81.2% of copy
     //   tokens=1448,h=8192: not measured; the bracket rule's choice
     //   tokens=2047,h=8192: not measured; the bracket rule's choice
-    //   tokens=2048,h=8192: 18.0 us (S 36.6 us, 2.04x), spread 0.2%, band 1.0% (retest), 87.7% of copy
+    //   tokens=2048,h=8192: 18.1 us (S 37.3 us, 2.06x), spread 0.9%, band 1.0% (retest), 87.4% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 6477, 11585, 6, V6::id},
     //   tokens=4096,h=8192: not measured; the bracket rule's choice
     //   tokens=8191,h=8192: not measured; the bracket rule's choice
-    //   tokens=8192,h=8192: 65.8 us (S 139 us, 2.11x), spread 0.1%, band 1.0% (retest), 95.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 6477, 11585, 28, V28::id},
-    //   tokens=1,h=16384: 1.58 us (S 3.59 us, 2.28x), spread 0.4%, band 1.0% (retest), 1.5% of copy
-    //   tokens=2,h=16384: 1.59 us (S 3.53 us, 2.22x), spread 0.1%, band 1.0% (retest), 2.4% of copy
+    //   tokens=8192,h=8192: 66.3 us (S 142 us, 2.14x), spread 0.4%, band 1.0% (retest), 95.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 6477, 11585, 30, V30::id},
+    //   tokens=1,h=16384: 1.64 us (S 3.69 us, 2.25x), spread 1.0%, band 1.0% (retest), 1.4% of copy
+    //   tokens=2,h=16384: 1.65 us (S 3.62 us, 2.20x), spread 0.5%, band 1.0% (retest), 2.3% of copy
     //   tokens=4,h=16384: not measured; the bracket rule's choice
     //   tokens=7,h=16384: not measured; the bracket rule's choice
-    //   tokens=8,h=16384: 1.67 us (S 3.51 us, 2.10x), spread 0.2%, band 1.0% (retest), 7.8% of copy
+    //   tokens=8,h=16384: 1.71 us (S 3.61 us, 2.12x), spread 0.4%, band 1.0% (retest), 7.7% of copy
     //   tokens=11,h=16384: not measured; the bracket rule's choice
     //   tokens=15,h=16384: not measured; the bracket rule's choice
-    //   tokens=16,h=16384: 1.85 us (S 3.59 us, 1.94x), spread 0.7%, band 1.0% (retest), 13.7% of copy
+    //   tokens=16,h=16384: 1.86 us (S 3.64 us, 1.96x), spread 0.6%, band 1.0% (retest), 13.7% of copy
     //   tokens=22,h=16384: not measured; the bracket rule's choice
     //   tokens=31,h=16384: not measured; the bracket rule's choice
-    //   tokens=32,h=16384: 2.19 us (S 3.77 us, 1.72x), spread 0.6%, band 1.0% (retest), 22.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 32, 11586, INT64_MAX, 25, V25::id},
+    //   tokens=32,h=16384: 2.17 us (S 3.82 us, 1.76x), spread 0.7%, band 1.0% (retest), 23.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 32, 11586, INT64_MAX, 27, V27::id},
     //   tokens=45,h=16384: not measured; the bracket rule's choice
     //   tokens=63,h=16384: not measured; the bracket rule's choice
-    //   tokens=64,h=16384: 2.85 us (S 4.00 us, 1.40x), spread 0.2%, band 1.0% (retest), 34.8% of copy
+    //   tokens=64,h=16384: 2.91 us (S 4.09 us, 1.40x), spread 0.5%, band 1.0% (retest), 34.2% of copy
     //   tokens=128,h=16384: not measured; the bracket rule's choice
     //   tokens=255,h=16384: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 255, 11586, INT64_MAX, 8, V8::id},
-    //   tokens=256,h=16384: 5.95 us (S 8.63 us, 1.45x), spread 0.6%, band 1.0% (retest), 66.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 256, 11586, INT64_MAX, 28, V28::id},
+    //   tokens=256,h=16384: 5.93 us (S 8.75 us, 1.48x), spread 0.3%, band 1.0% (retest), 66.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 256, 11586, INT64_MAX, 30, V30::id},
     //   tokens=362,h=16384: not measured; the bracket rule's choice
     //   tokens=511,h=16384: not measured; the bracket rule's choice
-    //   tokens=512,h=16384: 9.80 us (S 15.7 us, 1.60x), spread 0.7%, band 1.0% (retest), 80.5% of copy
+    //   tokens=512,h=16384: 9.85 us (S 15.9 us, 1.61x), spread 0.4%, band 1.0% (retest), 80.4% of copy
     //   tokens=724,h=16384: not measured; the bracket rule's choice
     //   tokens=1023,h=16384: not measured; the bracket rule's choice
-    //   tokens=1024,h=16384: 18.8 us (S 29.8 us, 1.59x), spread 0.5%, band 1.0% (retest), 84.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 11586, INT64_MAX, 29, V29::id},
+    //   tokens=1024,h=16384: 18.9 us (S 30.1 us, 1.59x), spread 0.5%, band 1.0% (retest), 83.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 11586, INT64_MAX, 31, V31::id},
     //   tokens=1448,h=16384: not measured; the bracket rule's choice
     //   tokens=2047,h=16384: not measured; the bracket rule's choice
-    //   tokens=2048,h=16384: 34.9 us (S 57.6 us, 1.65x), spread 0.4%, band 1.0% (retest), 90.3% of copy
+    //   tokens=2048,h=16384: 35.0 us (S 58.3 us, 1.66x), spread 0.4%, band 1.0% (retest), 90.3% of copy
     //   tokens=4096,h=16384: not measured; the bracket rule's choice
     //   tokens=8191,h=16384: not measured; the bracket rule's choice
-    //   tokens=8192,h=16384: 131 us (S 222 us, 1.70x), spread 0.4%, band 1.0% (retest), 96.4% of copy
+    //   tokens=8192,h=16384: 131 us (S 226 us, 1.72x), spread 0.4%, band 1.0% (retest), 96.4% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 11586, INT64_MAX, 7, V7::id},
     // NVIDIA H200 (sm_90), bf16
-    //   tokens=1,h=128: 1.13 us (S 2.13 us, 1.88x), spread 0.6%, band 1.0% (retest), 0.0% of copy
-    //   tokens=2,h=128: 1.13 us (S 2.12 us, 1.88x), spread 0.7%, band 1.0% (retest), 0.0% of copy
+    //   tokens=1,h=128: 1.17 us (S 2.19 us, 1.88x), spread 0.6%, band 1.0% (retest), 0.0% of copy
+    //   tokens=2,h=128: 1.17 us (S 2.20 us, 1.87x), spread 0.3%, band 1.0% (retest), 0.0% of copy
     //   tokens=4,h=128: not measured; the bracket rule's choice
     //   tokens=7,h=128: not measured; the bracket rule's choice
-    //   tokens=8,h=128: 1.17 us (S 2.12 us, 1.81x), spread 0.2%, band 1.0% (retest), 0.1% of copy
+    //   tokens=8,h=128: 1.22 us (S 2.19 us, 1.80x), spread 0.9%, band 1.0% (retest), 0.1% of copy
     //   tokens=11,h=128: not measured; the bracket rule's choice
     //   tokens=15,h=128: not measured; the bracket rule's choice
-    //   tokens=16,h=128: 1.19 us (S 2.10 us, 1.77x), spread 0.6%, band 1.0% (retest), 0.2% of copy
+    //   tokens=16,h=128: 1.24 us (S 2.21 us, 1.78x), spread 2.3%, band 2.3% (retest), 0.2% of copy
     //   tokens=22,h=128: not measured; the bracket rule's choice
     //   tokens=31,h=128: not measured; the bracket rule's choice
-    //   tokens=32,h=128: 1.23 us (S 2.13 us, 1.73x), spread 1.3%, band 1.3% (retest), 0.3% of copy
+    //   tokens=32,h=128: 1.29 us (S 2.19 us, 1.70x), spread 0.9%, band 1.0% (retest), 0.3% of copy
     //   tokens=45,h=128: not measured; the bracket rule's choice
     //   tokens=63,h=128: not measured; the bracket rule's choice
-    //   tokens=64,h=128: 1.28 us (S 2.15 us, 1.69x), spread 0.7%, band 1.0% (retest), 0.6% of copy
+    //   tokens=64,h=128: 1.34 us (S 2.22 us, 1.66x), spread 1.0%, band 1.0% (retest), 0.6% of copy
     //   tokens=128,h=128: not measured; the bracket rule's choice
     //   tokens=255,h=128: not measured; the bracket rule's choice
-    //   tokens=256,h=128: 1.36 us (S 2.31 us, 1.70x), spread 0.5%, band 1.0% (retest), 2.3% of copy
+    //   tokens=256,h=128: 1.41 us (S 2.38 us, 1.69x), spread 0.0%, band 1.0% (retest), 2.2% of copy
     //   tokens=362,h=128: not measured; the bracket rule's choice
     //   tokens=511,h=128: not measured; the bracket rule's choice
-    //   tokens=512,h=128: 1.38 us (S 2.65 us, 1.92x), spread 0.7%, band 1.0% (retest), 4.5% of copy
+    //   tokens=512,h=128: 1.45 us (S 2.73 us, 1.89x), spread 1.0%, band 1.0% (retest), 4.3% of copy
     //   tokens=724,h=128: not measured; the bracket rule's choice
     //   tokens=1023,h=128: not measured; the bracket rule's choice
-    //   tokens=1024,h=128: 1.47 us (S 3.32 us, 2.25x), spread 0.8%, band 1.0% (retest), 8.4% of copy
+    //   tokens=1024,h=128: 1.53 us (S 3.40 us, 2.23x), spread 0.2%, band 1.0% (retest), 8.1% of copy
     //   tokens=1448,h=128: not measured; the bracket rule's choice
     //   tokens=2047,h=128: not measured; the bracket rule's choice
-    //   tokens=2048,h=128: 1.66 us (S 4.60 us, 2.76x), spread 0.3%, band 1.0% (retest), 14.8% of copy
+    //   tokens=2048,h=128: 1.68 us (S 4.71 us, 2.80x), spread 0.6%, band 1.0% (retest), 14.7% of copy
     //   tokens=4096,h=128: not measured; the bracket rule's choice
     //   tokens=8191,h=128: not measured; the bracket rule's choice
-    //   tokens=8192,h=128: 3.08 us (S 12.0 us, 3.89x), spread 0.5%, band 1.0% (retest), 32.0% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 512, 30, V30::id},
-    //   tokens=1,h=2048: 1.38 us (S 2.20 us, 1.59x), spread 1.2%, band 1.2% (retest), 0.2% of copy
-    //   tokens=2,h=2048: 1.43 us (S 2.19 us, 1.54x), spread 1.0%, band 1.0% (retest), 0.3% of copy
+    //   tokens=8192,h=128: 3.12 us (S 12.1 us, 3.89x), spread 0.9%, band 1.0% (retest), 31.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 512, 32, V32::id},
+    //   tokens=1,h=2048: 1.43 us (S 2.27 us, 1.59x), spread 4.6%, band 4.6% (retest), 0.2% of copy
+    //   tokens=2,h=2048: 1.47 us (S 2.26 us, 1.54x), spread 1.3%, band 1.3% (retest), 0.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2, 513, 2508, 9, V9::id},
     //   tokens=4,h=2048: not measured; the bracket rule's choice
     //   tokens=7,h=2048: not measured; the bracket rule's choice
-    //   tokens=8,h=2048: 1.48 us (S 2.17 us, 1.46x), spread 0.7%, band 1.0% (retest), 1.1% of copy
+    //   tokens=8,h=2048: 1.53 us (S 2.26 us, 1.47x), spread 1.0%, band 1.0% (retest), 1.1% of copy
     //   tokens=11,h=2048: not measured; the bracket rule's choice
     //   tokens=15,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 15, 513, 2508, 31, V31::id},
-    //   tokens=16,h=2048: 1.54 us (S 2.22 us, 1.44x), spread 0.6%, band 1.0% (retest), 2.1% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 15, 513, 2508, 33, V33::id},
+    //   tokens=16,h=2048: 1.59 us (S 2.29 us, 1.44x), spread 0.3%, band 1.5% (retest), 2.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 16, 513, 2508, 9, V9::id},
     //   tokens=22,h=2048: not measured; the bracket rule's choice
     //   tokens=31,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 31, 513, 2508, 31, V31::id},
-    //   tokens=32,h=2048: 1.56 us (S 2.23 us, 1.43x), spread 0.8%, band 1.5% (retest), 4.0% of copy
+    //   tokens=32,h=2048: 1.60 us (S 2.32 us, 1.45x), spread 1.1%, band 1.1% (retest), 3.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 513, 2508, 33, V33::id},
     //   tokens=45,h=2048: not measured; the bracket rule's choice
     //   tokens=63,h=2048: not measured; the bracket rule's choice
-    //   tokens=64,h=2048: 1.62 us (S 2.28 us, 1.40x), spread 0.6%, band 1.0% (retest), 7.7% of copy
+    //   tokens=64,h=2048: 1.67 us (S 2.35 us, 1.41x), spread 0.7%, band 1.0% (retest), 7.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 64, 513, 2508, 9, V9::id},
     //   tokens=128,h=2048: not measured; the bracket rule's choice
     //   tokens=255,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 255, 513, 2508, 32, V32::id},
-    //   tokens=256,h=2048: 2.10 us (S 2.60 us, 1.24x), spread 2.1%, band 1.0% (retest), 23.5% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 513, 2508, 9, V9::id},
+    //   tokens=256,h=2048: 2.04 us (S 2.67 us, 1.31x), spread 0.2%, band 1.0% (retest), 24.2% of copy
     //   tokens=362,h=2048: not measured; the bracket rule's choice
     //   tokens=511,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 511, 513, 2508, 32, V32::id},
-    //   tokens=512,h=2048: 2.60 us (S 3.11 us, 1.20x), spread 0.5%, band 1.0% (retest), 37.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 513, 2508, 33, V33::id},
+    //   tokens=512,h=2048: 2.68 us (S 3.20 us, 1.19x), spread 0.5%, band 1.0% (retest), 36.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 512, 513, 2508, 34, V34::id},
     //   tokens=724,h=2048: not measured; the bracket rule's choice
     //   tokens=1023,h=2048: not measured; the bracket rule's choice
-    //   tokens=1024,h=2048: 3.54 us (S 5.09 us, 1.44x), spread 0.3%, band 1.0% (retest), 55.7% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 513, 2508, 34, V34::id},
+    //   tokens=1024,h=2048: 3.58 us (S 5.16 us, 1.44x), spread 0.3%, band 1.0% (retest), 55.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 513, 2508, 35, V35::id},
     //   tokens=1448,h=2048: not measured; the bracket rule's choice
     //   tokens=2047,h=2048: not measured; the bracket rule's choice
-    //   tokens=2048,h=2048: 5.82 us (S 7.79 us, 1.34x), spread 0.8%, band 1.0% (retest), 67.7% of copy
+    //   tokens=2048,h=2048: 5.89 us (S 7.92 us, 1.35x), spread 0.6%, band 1.0% (retest), 67.2% of copy
     //   tokens=4096,h=2048: not measured; the bracket rule's choice
     //   tokens=8191,h=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 513, 2508, 32, V32::id},
-    //   tokens=8192,h=2048: 17.9 us (S 24.3 us, 1.36x), spread 0.3%, band 1.0% (retest), 88.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 513, 2508, 34, V34::id},
-    //   tokens=1,h=3072: 1.44 us (S 2.24 us, 1.56x), spread 1.1%, band 1.1% (retest), 0.3% of copy
-    //   tokens=2,h=3072: 1.46 us (S 2.26 us, 1.55x), spread 0.1%, band 1.0% (retest), 0.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 513, 2508, 34, V34::id},
+    //   tokens=8192,h=2048: 18.0 us (S 24.6 us, 1.37x), spread 0.5%, band 1.0% (retest), 87.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 513, 2508, 35, V35::id},
+    //   tokens=1,h=3072: 1.50 us (S 2.33 us, 1.55x), spread 2.3%, band 2.3% (retest), 0.3% of copy
+    //   tokens=2,h=3072: 1.50 us (S 2.32 us, 1.54x), spread 2.2%, band 2.2% (retest), 0.5% of copy
     //   tokens=4,h=3072: not measured; the bracket rule's choice
     //   tokens=7,h=3072: not measured; the bracket rule's choice
-    //   tokens=8,h=3072: 1.54 us (S 2.22 us, 1.44x), spread 1.1%, band 1.2% (retest), 1.6% of copy
+    //   tokens=8,h=3072: 1.59 us (S 2.33 us, 1.46x), spread 0.4%, band 1.4% (retest), 1.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 8, 2509, 3318, 9, V9::id},
     //   tokens=11,h=3072: not measured; the bracket rule's choice
     //   tokens=15,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 15, 2509, 3318, 10, V10::id},
-    //   tokens=16,h=3072: 1.55 us (S 2.27 us, 1.47x), spread 1.3%, band 1.0% (retest), 3.1% of copy
+    //   tokens=16,h=3072: 1.60 us (S 2.34 us, 1.47x), spread 0.5%, band 1.0% (retest), 3.0% of copy
     //   tokens=22,h=3072: not measured; the bracket rule's choice
     //   tokens=31,h=3072: not measured; the bracket rule's choice
-    //   tokens=32,h=3072: 1.59 us (S 2.30 us, 1.44x), spread 0.8%, band 1.0% (retest), 5.9% of copy
+    //   tokens=32,h=3072: 1.65 us (S 2.39 us, 1.45x), spread 1.2%, band 1.2% (retest), 5.7% of copy
     //   tokens=45,h=3072: not measured; the bracket rule's choice
     //   tokens=63,h=3072: not measured; the bracket rule's choice
-    //   tokens=64,h=3072: 1.71 us (S 2.41 us, 1.41x), spread 0.6%, band 1.0% (retest), 10.9% of copy
+    //   tokens=64,h=3072: 1.71 us (S 2.42 us, 1.41x), spread 0.4%, band 1.0% (retest), 10.9% of copy
     //   tokens=128,h=3072: not measured; the bracket rule's choice
     //   tokens=255,h=3072: not measured; the bracket rule's choice
-    //   tokens=256,h=3072: 2.37 us (S 2.93 us, 1.24x), spread 0.6%, band 1.0% (retest), 31.2% of copy
+    //   tokens=256,h=3072: 2.44 us (S 2.98 us, 1.22x), spread 2.1%, band 2.1% (retest), 30.5% of copy
     //   tokens=362,h=3072: not measured; the bracket rule's choice
     //   tokens=511,h=3072: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 511, 2509, 3318, 9, V9::id},
-    //   tokens=512,h=3072: 3.16 us (S 3.70 us, 1.17x), spread 0.4%, band 1.0% (retest), 46.8% of copy
+    //   tokens=512,h=3072: 3.21 us (S 3.76 us, 1.17x), spread 0.6%, band 1.0% (retest), 46.2% of copy
     //   tokens=724,h=3072: not measured; the bracket rule's choice
     //   tokens=1023,h=3072: not measured; the bracket rule's choice
-    //   tokens=1024,h=3072: 4.61 us (S 6.19 us, 1.34x), spread 0.4%, band 1.0% (retest), 64.2% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 2509, 3318, 32, V32::id},
+    //   tokens=1024,h=3072: 4.66 us (S 6.33 us, 1.36x), spread 0.0%, band 1.0% (retest), 63.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 2509, 3318, 34, V34::id},
     //   tokens=1448,h=3072: not measured; the bracket rule's choice
     //   tokens=2047,h=3072: not measured; the bracket rule's choice
-    //   tokens=2048,h=3072: 7.56 us (S 11.0 us, 1.46x), spread 0.2%, band 1.0% (retest), 78.2% of copy
+    //   tokens=2048,h=3072: 7.62 us (S 11.2 us, 1.47x), spread 0.2%, band 1.0% (retest), 77.9% of copy
     //   tokens=4096,h=3072: not measured; the bracket rule's choice
     //   tokens=8191,h=3072: not measured; the bracket rule's choice
-    //   tokens=8192,h=3072: 26.2 us (S 37.3 us, 1.43x), spread 0.2%, band 1.0% (retest), 90.4% of copy
+    //   tokens=8192,h=3072: 26.3 us (S 37.8 us, 1.43x), spread 0.6%, band 1.0% (retest), 90.1% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 2509, 3318, 11, V11::id},
     //   tokens=1,h=3584: 1.50 us (S 2.32 us, 1.54x), spread 0.5%, band 1.0% (retest), 0.3% of copy
     //   tokens=2,h=3584: 1.51 us (S 2.33 us, 1.54x), spread 0.9%, band 1.0% (retest), 0.6% of copy
@@ -842,7 +855,7 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=724,h=3584: not measured; the bracket rule's choice
     //   tokens=1023,h=3584: not measured; the bracket rule's choice
     //   tokens=1024,h=3584: 5.10 us (S 7.87 us, 1.54x), spread 0.4%, band 1.0% (retest), 68.0% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 3319, 3831, 34, V34::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 3319, 3831, 35, V35::id},
     //   tokens=1448,h=3584: not measured; the bracket rule's choice
     //   tokens=2047,h=3584: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 2047, 3319, 3831, 11, V11::id},
@@ -850,153 +863,155 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=4096,h=3584: not measured; the bracket rule's choice
     //   tokens=8191,h=3584: not measured; the bracket rule's choice
     //   tokens=8192,h=3584: 30.4 us (S 47.5 us, 1.56x), spread 0.9%, band 1.0% (retest), 91.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3319, 3831, 34, V34::id},
-    //   tokens=1,h=4096: 1.45 us (S 2.32 us, 1.60x), spread 0.6%, band 1.0% (retest), 0.4% of copy
-    //   tokens=2,h=4096: 1.48 us (S 2.29 us, 1.55x), spread 0.5%, band 1.0% (retest), 0.7% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2, 3832, 4579, 9, V9::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3319, 3831, 35, V35::id},
+    //   tokens=1,h=4096: 1.51 us (S 2.40 us, 1.59x), spread 1.3%, band 2.0% (retest), 0.4% of copy
+    //   tokens=2,h=4096: 1.53 us (S 2.38 us, 1.55x), spread 1.1%, band 1.1% (retest), 0.6% of copy
     //   tokens=4,h=4096: not measured; the bracket rule's choice
     //   tokens=7,h=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 7, 3832, 4579, 10, V10::id},
-    //   tokens=8,h=4096: 1.55 us (S 2.33 us, 1.50x), spread 0.3%, band 1.0% (retest), 2.1% of copy
+    //   tokens=8,h=4096: 1.62 us (S 2.38 us, 1.47x), spread 1.5%, band 1.0% (retest), 2.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 8, 3832, 4579, 9, V9::id},
     //   tokens=11,h=4096: not measured; the bracket rule's choice
     //   tokens=15,h=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 15, 3832, 4579, 10, V10::id},
-    //   tokens=16,h=4096: 1.57 us (S 2.32 us, 1.48x), spread 0.5%, band 1.0% (retest), 4.0% of copy
+    //   tokens=16,h=4096: 1.64 us (S 2.41 us, 1.47x), spread 0.2%, band 1.0% (retest), 3.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 16, 3832, 4579, 9, V9::id},
     //   tokens=22,h=4096: not measured; the bracket rule's choice
     //   tokens=31,h=4096: not measured; the bracket rule's choice
-    //   tokens=32,h=4096: 1.62 us (S 2.37 us, 1.46x), spread 0.3%, band 1.0% (retest), 7.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 31, 3832, 4579, 10, V10::id},
+    //   tokens=32,h=4096: 1.67 us (S 2.45 us, 1.46x), spread 0.8%, band 1.0% (retest), 7.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 3832, 4579, 9, V9::id},
     //   tokens=45,h=4096: not measured; the bracket rule's choice
     //   tokens=63,h=4096: not measured; the bracket rule's choice
-    //   tokens=64,h=4096: 1.79 us (S 2.51 us, 1.40x), spread 0.6%, band 1.0% (retest), 13.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 63, 3832, 4579, 10, V10::id},
+    //   tokens=64,h=4096: 1.79 us (S 2.52 us, 1.41x), spread 0.8%, band 1.0% (retest), 13.9% of copy
     //   tokens=128,h=4096: not measured; the bracket rule's choice
     //   tokens=255,h=4096: not measured; the bracket rule's choice
-    //   tokens=256,h=4096: 2.70 us (S 3.21 us, 1.19x), spread 1.0%, band 1.0% (retest), 36.5% of copy
+    //   tokens=256,h=4096: 2.76 us (S 3.29 us, 1.19x), spread 0.1%, band 1.0% (retest), 35.9% of copy
     //   tokens=362,h=4096: not measured; the bracket rule's choice
     //   tokens=511,h=4096: not measured; the bracket rule's choice
-    //   tokens=512,h=4096: 3.62 us (S 5.34 us, 1.47x), spread 0.4%, band 1.0% (retest), 54.4% of copy
+    //   tokens=512,h=4096: 3.68 us (S 5.42 us, 1.47x), spread 0.7%, band 1.0% (retest), 53.8% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 512, 3832, 4579, 9, V9::id},
     //   tokens=724,h=4096: not measured; the bracket rule's choice
     //   tokens=1023,h=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 3832, 4579, 34, V34::id},
-    //   tokens=1024,h=4096: 5.55 us (S 8.23 us, 1.48x), spread 0.4%, band 1.0% (retest), 71.0% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 3832, 4579, 35, V35::id},
+    //   tokens=1024,h=4096: 5.55 us (S 8.36 us, 1.51x), spread 0.4%, band 1.0% (retest), 71.3% of copy
     //   tokens=1448,h=4096: not measured; the bracket rule's choice
     //   tokens=2047,h=4096: not measured; the bracket rule's choice
-    //   tokens=2048,h=4096: 9.73 us (S 14.6 us, 1.50x), spread 0.3%, band 1.0% (retest), 81.0% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 3832, 4579, 11, V11::id},
+    //   tokens=2048,h=4096: 9.68 us (S 14.8 us, 1.53x), spread 0.6%, band 1.0% (retest), 81.8% of copy
     //   tokens=4096,h=4096: not measured; the bracket rule's choice
     //   tokens=8191,h=4096: not measured; the bracket rule's choice
-    //   tokens=8192,h=4096: 34.4 us (S 50.6 us, 1.47x), spread 0.3%, band 1.0% (retest), 91.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3832, 4579, 34, V34::id},
-    //   tokens=1,h=5120: 1.48 us (S 2.34 us, 1.58x), spread 0.6%, band 1.0% (retest), 0.5% of copy
-    //   tokens=2,h=5120: 1.52 us (S 2.32 us, 1.53x), spread 0.3%, band 1.0% (retest), 0.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 3832, 4579, 11, V11::id},
+    //   tokens=8192,h=4096: 34.5 us (S 51.3 us, 1.49x), spread 0.2%, band 1.0% (retest), 91.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3832, 4579, 35, V35::id},
+    //   tokens=1,h=5120: 1.54 us (S 2.44 us, 1.59x), spread 0.4%, band 1.0% (retest), 0.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1, 4580, 6476, 10, V10::id},
+    //   tokens=2,h=5120: 1.59 us (S 2.43 us, 1.53x), spread 1.3%, band 1.0% (retest), 0.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2, 4580, 6476, 9, V9::id},
     //   tokens=4,h=5120: not measured; the bracket rule's choice
     //   tokens=7,h=5120: not measured; the bracket rule's choice
-    //   tokens=8,h=5120: 1.56 us (S 2.34 us, 1.50x), spread 0.5%, band 1.0% (retest), 2.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 7, 4580, 6476, 10, V10::id},
+    //   tokens=8,h=5120: 1.64 us (S 2.44 us, 1.49x), spread 1.6%, band 1.0% (retest), 2.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8, 4580, 6476, 9, V9::id},
     //   tokens=11,h=5120: not measured; the bracket rule's choice
     //   tokens=15,h=5120: not measured; the bracket rule's choice
-    //   tokens=16,h=5120: 1.59 us (S 2.38 us, 1.50x), spread 0.5%, band 1.0% (retest), 5.0% of copy
+    //   tokens=16,h=5120: 1.65 us (S 2.48 us, 1.50x), spread 0.8%, band 1.0% (retest), 4.8% of copy
     //   tokens=22,h=5120: not measured; the bracket rule's choice
     //   tokens=31,h=5120: not measured; the bracket rule's choice
-    //   tokens=32,h=5120: 1.69 us (S 2.45 us, 1.45x), spread 0.7%, band 1.0% (retest), 9.2% of copy
+    //   tokens=32,h=5120: 1.71 us (S 2.51 us, 1.47x), spread 0.6%, band 1.0% (retest), 9.2% of copy
     //   tokens=45,h=5120: not measured; the bracket rule's choice
     //   tokens=63,h=5120: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 63, 4580, 6476, 10, V10::id},
-    //   tokens=64,h=5120: 1.88 us (S 2.61 us, 1.39x), spread 0.9%, band 1.0% (retest), 16.5% of copy
+    //   tokens=64,h=5120: 1.89 us (S 2.62 us, 1.38x), spread 0.3%, band 1.0% (retest), 16.5% of copy
     //   tokens=128,h=5120: not measured; the bracket rule's choice
     //   tokens=255,h=5120: not measured; the bracket rule's choice
-    //   tokens=256,h=5120: 3.04 us (S 3.51 us, 1.16x), spread 0.3%, band 1.0% (retest), 40.6% of copy
+    //   tokens=256,h=5120: 3.08 us (S 3.56 us, 1.16x), spread 0.5%, band 1.0% (retest), 40.3% of copy
     //   tokens=362,h=5120: not measured; the bracket rule's choice
     //   tokens=511,h=5120: not measured; the bracket rule's choice
-    //   tokens=512,h=5120: 4.08 us (S 5.88 us, 1.44x), spread 0.2%, band 1.0% (retest), 60.4% of copy
+    //   tokens=512,h=5120: 4.11 us (S 5.96 us, 1.45x), spread 0.7%, band 1.0% (retest), 60.2% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 512, 4580, 6476, 9, V9::id},
     //   tokens=724,h=5120: not measured; the bracket rule's choice
     //   tokens=1023,h=5120: not measured; the bracket rule's choice
-    //   tokens=1024,h=5120: 6.54 us (S 10.6 us, 1.61x), spread 0.3%, band 1.0% (retest), 75.3% of copy
+    //   tokens=1024,h=5120: 6.58 us (S 10.7 us, 1.63x), spread 0.3%, band 1.0% (retest), 75.1% of copy
     //   tokens=1448,h=5120: not measured; the bracket rule's choice
     //   tokens=2047,h=5120: not measured; the bracket rule's choice
-    //   tokens=2048,h=5120: 11.9 us (S 19.8 us, 1.67x), spread 0.6%, band 1.0% (retest), 83.1% of copy
+    //   tokens=2048,h=5120: 11.9 us (S 20.2 us, 1.69x), spread 0.0%, band 1.0% (retest), 82.9% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 4580, 6476, 11, V11::id},
     //   tokens=4096,h=5120: not measured; the bracket rule's choice
     //   tokens=8191,h=5120: not measured; the bracket rule's choice
-    //   tokens=8192,h=5120: 42.5 us (S 74.2 us, 1.74x), spread 0.2%, band 1.0% (retest), 92.7% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 4580, 6476, 34, V34::id},
-    //   tokens=1,h=8192: 1.51 us (S 2.55 us, 1.69x), spread 0.7%, band 1.0% (retest), 0.8% of copy
-    //   tokens=2,h=8192: 1.55 us (S 2.53 us, 1.63x), spread 0.8%, band 1.0% (retest), 1.2% of copy
+    //   tokens=8192,h=5120: 42.7 us (S 74.7 us, 1.75x), spread 0.4%, band 1.0% (retest), 92.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 4580, 6476, 35, V35::id},
+    //   tokens=1,h=8192: 1.57 us (S 2.63 us, 1.67x), spread 1.2%, band 1.2% (retest), 0.7% of copy
+    //   tokens=2,h=8192: 1.61 us (S 2.63 us, 1.63x), spread 0.5%, band 1.0% (retest), 1.2% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2, 6477, 11585, 10, V10::id},
     //   tokens=4,h=8192: not measured; the bracket rule's choice
     //   tokens=7,h=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 7, 6477, 11585, 31, V31::id},
-    //   tokens=8,h=8192: 1.59 us (S 2.54 us, 1.60x), spread 1.3%, band 1.1% (retest), 4.1% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 7, 6477, 11585, 33, V33::id},
+    //   tokens=8,h=8192: 1.65 us (S 2.62 us, 1.59x), spread 0.7%, band 1.0% (retest), 4.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 8, 6477, 11585, 10, V10::id},
     //   tokens=11,h=8192: not measured; the bracket rule's choice
     //   tokens=15,h=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 15, 6477, 11585, 31, V31::id},
-    //   tokens=16,h=8192: 1.65 us (S 2.58 us, 1.56x), spread 0.7%, band 1.0% (retest), 7.7% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 16, 6477, 11585, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 15, 6477, 11585, 33, V33::id},
+    //   tokens=16,h=8192: 1.69 us (S 2.66 us, 1.57x), spread 0.8%, band 1.0% (retest), 7.5% of copy
     //   tokens=22,h=8192: not measured; the bracket rule's choice
     //   tokens=31,h=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 31, 6477, 11585, 31, V31::id},
-    //   tokens=32,h=8192: 1.81 us (S 2.72 us, 1.50x), spread 0.4%, band 1.0% (retest), 13.8% of copy
+    //   tokens=32,h=8192: 1.82 us (S 2.74 us, 1.51x), spread 0.4%, band 1.0% (retest), 13.8% of copy
     //   tokens=45,h=8192: not measured; the bracket rule's choice
     //   tokens=63,h=8192: not measured; the bracket rule's choice
-    //   tokens=64,h=8192: 2.15 us (S 2.92 us, 1.36x), spread 0.4%, band 1.0% (retest), 23.1% of copy
+    //   tokens=64,h=8192: 2.11 us (S 2.93 us, 1.39x), spread 0.3%, band 1.0% (retest), 23.6% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 64, 6477, 11585, 10, V10::id},
     //   tokens=128,h=8192: not measured; the bracket rule's choice
     //   tokens=255,h=8192: not measured; the bracket rule's choice
-    //   tokens=256,h=8192: 3.80 us (S 5.70 us, 1.50x), spread 0.8%, band 1.0% (retest), 52.0% of copy
+    //   tokens=256,h=8192: 3.84 us (S 5.75 us, 1.50x), spread 0.7%, band 1.0% (retest), 51.7% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 6477, 11585, 9, V9::id},
     //   tokens=362,h=8192: not measured; the bracket rule's choice
     //   tokens=511,h=8192: not measured; the bracket rule's choice
-    //   tokens=512,h=8192: 5.70 us (S 10.2 us, 1.79x), spread 0.0%, band 1.0% (retest), 69.2% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 6477, 11585, 34, V34::id},
+    //   tokens=512,h=8192: 5.76 us (S 10.3 us, 1.80x), spread 0.0%, band 1.0% (retest), 68.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 512, 6477, 11585, 35, V35::id},
     //   tokens=724,h=8192: not measured; the bracket rule's choice
     //   tokens=1023,h=8192: not measured; the bracket rule's choice
-    //   tokens=1024,h=8192: 9.76 us (S 19.1 us, 1.96x), spread 0.6%, band 1.0% (retest), 80.8% of copy
+    //   tokens=1024,h=8192: 9.81 us (S 19.4 us, 1.98x), spread 0.9%, band 1.0% (retest), 80.7% of copy
     //   tokens=1448,h=8192: not measured; the bracket rule's choice
     //   tokens=2047,h=8192: not measured; the bracket rule's choice
-    //   tokens=2048,h=8192: 18.1 us (S 36.7 us, 2.03x), spread 0.1%, band 1.0% (retest), 87.2% of copy
+    //   tokens=2048,h=8192: 18.2 us (S 37.4 us, 2.06x), spread 0.3%, band 1.0% (retest), 87.1% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 6477, 11585, 11, V11::id},
     //   tokens=4096,h=8192: not measured; the bracket rule's choice
     //   tokens=8191,h=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 6477, 11585, 34, V34::id},
-    //   tokens=8192,h=8192: 65.8 us (S 139 us, 2.12x), spread 0.5%, band 1.0% (retest), 95.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 6477, 11585, 35, V35::id},
-    //   tokens=1,h=16384: 1.57 us (S 3.63 us, 2.32x), spread 0.1%, band 1.0% (retest), 1.5% of copy
-    //   tokens=2,h=16384: 1.58 us (S 3.58 us, 2.27x), spread 0.6%, band 1.0% (retest), 2.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 6477, 11585, 12, V12::id},
+    //   tokens=8192,h=8192: 66.3 us (S 142 us, 2.14x), spread 0.2%, band 1.0% (retest), 95.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 6477, 11585, 36, V36::id},
+    //   tokens=1,h=16384: 1.64 us (S 3.75 us, 2.29x), spread 0.5%, band 1.0% (retest), 1.4% of copy
+    //   tokens=2,h=16384: 1.64 us (S 3.70 us, 2.25x), spread 1.1%, band 1.1% (retest), 2.4% of copy
     //   tokens=4,h=16384: not measured; the bracket rule's choice
     //   tokens=7,h=16384: not measured; the bracket rule's choice
-    //   tokens=8,h=16384: 1.66 us (S 3.56 us, 2.14x), spread 0.1%, band 1.0% (retest), 7.9% of copy
+    //   tokens=8,h=16384: 1.69 us (S 3.64 us, 2.15x), spread 0.2%, band 1.0% (retest), 7.8% of copy
     //   tokens=11,h=16384: not measured; the bracket rule's choice
     //   tokens=15,h=16384: not measured; the bracket rule's choice
-    //   tokens=16,h=16384: 1.85 us (S 3.64 us, 1.97x), spread 0.8%, band 1.0% (retest), 13.7% of copy
+    //   tokens=16,h=16384: 1.85 us (S 3.71 us, 2.00x), spread 0.8%, band 1.0% (retest), 13.7% of copy
     //   tokens=22,h=16384: not measured; the bracket rule's choice
     //   tokens=31,h=16384: not measured; the bracket rule's choice
-    //   tokens=32,h=16384: 2.18 us (S 3.82 us, 1.75x), spread 0.3%, band 1.0% (retest), 22.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 32, 11586, INT64_MAX, 31, V31::id},
+    //   tokens=32,h=16384: 2.15 us (S 3.86 us, 1.80x), spread 1.6%, band 1.6% (retest), 23.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 32, 11586, INT64_MAX, 33, V33::id},
     //   tokens=45,h=16384: not measured; the bracket rule's choice
     //   tokens=63,h=16384: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 63, 11586, INT64_MAX, 10, V10::id},
-    //   tokens=64,h=16384: 2.90 us (S 4.07 us, 1.40x), spread 0.6%, band 1.0% (retest), 34.2% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 64, 11586, INT64_MAX, 9, V9::id},
+    //   tokens=64,h=16384: 2.97 us (S 4.16 us, 1.40x), spread 0.3%, band 1.0% (retest), 33.5% of copy
     //   tokens=128,h=16384: not measured; the bracket rule's choice
     //   tokens=255,h=16384: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 11586, INT64_MAX, 10, V10::id},
-    //   tokens=256,h=16384: 5.75 us (S 8.66 us, 1.51x), spread 0.6%, band 1.0% (retest), 68.6% of copy
+    //   tokens=256,h=16384: 5.75 us (S 8.80 us, 1.53x), spread 0.5%, band 1.0% (retest), 68.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 11586, INT64_MAX, 36, V36::id},
     //   tokens=362,h=16384: not measured; the bracket rule's choice
     //   tokens=511,h=16384: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 511, 11586, INT64_MAX, 35, V35::id},
-    //   tokens=512,h=16384: 9.87 us (S 15.7 us, 1.59x), spread 0.5%, band 1.0% (retest), 79.9% of copy
+    //   tokens=512,h=16384: 9.95 us (S 16.0 us, 1.61x), spread 0.4%, band 1.0% (retest), 79.6% of copy
     //   tokens=724,h=16384: not measured; the bracket rule's choice
     //   tokens=1023,h=16384: not measured; the bracket rule's choice
-    //   tokens=1024,h=16384: 18.9 us (S 29.8 us, 1.58x), spread 0.9%, band 1.0% (retest), 83.5% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 11586, INT64_MAX, 36, V36::id},
+    //   tokens=1024,h=16384: 19.0 us (S 30.2 us, 1.59x), spread 0.9%, band 1.0% (retest), 83.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 11586, INT64_MAX, 37, V37::id},
     //   tokens=1448,h=16384: not measured; the bracket rule's choice
     //   tokens=2047,h=16384: not measured; the bracket rule's choice
-    //   tokens=2048,h=16384: 35.1 us (S 58.1 us, 1.66x), spread 0.4%, band 1.0% (retest), 89.9% of copy
+    //   tokens=2048,h=16384: 35.3 us (S 58.9 us, 1.67x), spread 0.5%, band 1.0% (retest), 89.7% of copy
     //   tokens=4096,h=16384: not measured; the bracket rule's choice
     //   tokens=8191,h=16384: not measured; the bracket rule's choice
-    //   tokens=8192,h=16384: 131 us (S 226 us, 1.73x), spread 0.1%, band 1.0% (retest), 96.4% of copy
+    //   tokens=8192,h=16384: 132 us (S 227 us, 1.72x), spread 0.3%, band 1.0% (retest), 96.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 11586, INT64_MAX, 12, V12::id},
 };
 
@@ -1075,19 +1090,20 @@ ktune::Status with_variant(int variant, F&& f) {
     case 21: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V21, 90, 4>{}); break;
     case 22: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V22, 90, 4>{}); break;
     case 23: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V23, 90, 4>{}); break;
-    case 24: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V24, 90, 2>{}); break;
-    case 25: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V25, 90, 2>{}); break;
+    case 24: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V24, 90, 4>{}); break;
+    case 25: if constexpr (std::is_same_v<E, float>) return f(ktune::variant_from_id_t<Space, V25, 90, 4>{}); break;
     case 26: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V26, 90, 2>{}); break;
     case 27: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V27, 90, 2>{}); break;
     case 28: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V28, 90, 2>{}); break;
     case 29: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V29, 90, 2>{}); break;
-    case 30: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V30, 90, 2>{}); break;
-    case 31: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V31, 90, 2>{}); break;
+    case 30: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V30, 90, 2>{}); break;
+    case 31: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V31, 90, 2>{}); break;
     case 32: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V32, 90, 2>{}); break;
     case 33: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V33, 90, 2>{}); break;
     case 34: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V34, 90, 2>{}); break;
     case 35: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V35, 90, 2>{}); break;
     case 36: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V36, 90, 2>{}); break;
+    case 37: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V37, 90, 2>{}); break;
     default: break;
   }
   return f(general_config{});  // general configuration: best geometric mean, or Space::default_point

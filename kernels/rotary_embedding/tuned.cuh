@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/rotary_embedding.json (0x7e80d72333938ef1): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/rotary_embedding.json (0xd53359b7ee9233a8): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/rotary_embedding.json (0xce7361c1315e62e3): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T14:44:54+00:00, commit 745fab4086eccce2efaaa91a5995d3acbe826eb3-dirty
 //     cells between its measured shapes: the bracket rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -114,146 +114,145 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8192,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 104 us (S 112 us, 1.08x), spread 0.1%, band 1.0% (retest), 98.5% of copy
     {90, "NVIDIA H100 80GB HBM3", ktune::DType::bf16, INT64_MAX, 51, INT64_MAX, 9, V9::id},
     // NVIDIA H200 (sm_90), fp16
-    //   tokens=1,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.50 us (S 2.03 us, 1.36x), spread 0.3%, band 1.0% (retest), 0.1% of copy
-    //   tokens=2,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.55 us (S 2.07 us, 1.33x), spread 0.4%, band 1.0% (retest), 0.2% of copy
+    //   tokens=1,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.56 us (S 2.14 us, 1.37x), spread 0.7%, band 1.0% (retest), 0.1% of copy
+    //   tokens=2,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.60 us (S 2.13 us, 1.34x), spread 0.4%, band 1.0% (retest), 0.2% of copy
     //   tokens=4,q_heads=2: not measured; the bracket rule's choice
     //   tokens=7,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=8,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.64 us (S 2.14 us, 1.31x), spread 1.6%, band 1.6% (retest), 0.6% of copy
+    //   tokens=8,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.70 us (S 2.22 us, 1.31x), spread 0.5%, band 1.0% (retest), 0.6% of copy
     //   tokens=11,q_heads=2: not measured; the bracket rule's choice
     //   tokens=15,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=16,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.70 us (S 2.18 us, 1.28x), spread 0.3%, band 1.0% (retest), 1.2% of copy
+    //   tokens=16,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.76 us (S 2.27 us, 1.29x), spread 0.9%, band 1.0% (retest), 1.2% of copy
     //   tokens=22,q_heads=2: not measured; the bracket rule's choice
     //   tokens=31,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=32,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.73 us (S 2.25 us, 1.30x), spread 0.7%, band 1.0% (retest), 2.5% of copy
+    //   tokens=32,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.79 us (S 2.34 us, 1.30x), spread 0.5%, band 1.0% (retest), 2.4% of copy
     //   tokens=45,q_heads=2: not measured; the bracket rule's choice
     //   tokens=63,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=64,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.77 us (S 2.33 us, 1.31x), spread 0.1%, band 1.0% (retest), 4.8% of copy
+    //   tokens=64,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.85 us (S 2.42 us, 1.31x), spread 1.1%, band 1.1% (retest), 4.6% of copy
     //   tokens=128,q_heads=2: not measured; the bracket rule's choice
     //   tokens=255,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=256,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.05 us (S 2.58 us, 1.26x), spread 0.6%, band 1.0% (retest), 16.6% of copy
+    //   tokens=256,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.05 us (S 2.60 us, 1.27x), spread 0.7%, band 1.0% (retest), 16.6% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 0, 2, 0, V0::id},
     //   tokens=362,q_heads=2: not measured; the bracket rule's choice
     //   tokens=511,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=512,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.39 us (S 2.90 us, 1.21x), spread 0.4%, band 1.0% (retest), 28.4% of copy
+    //   tokens=512,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.41 us (S 2.93 us, 1.22x), spread 0.6%, band 1.0% (retest), 28.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 0, 2, 1, V1::id},
     //   tokens=724,q_heads=2: not measured; the bracket rule's choice
     //   tokens=1023,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=1024,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 3.21 us (S 3.72 us, 1.16x), spread 0.4%, band 1.0% (retest), 42.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1023, 0, 2, 0, V0::id},
+    //   tokens=1024,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 3.28 us (S 3.84 us, 1.17x), spread 0.6%, band 1.0% (retest), 41.5% of copy
     //   tokens=1448,q_heads=2: not measured; the bracket rule's choice
     //   tokens=2047,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=2048,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 4.65 us (S 5.40 us, 1.16x), spread 0.3%, band 1.0% (retest), 58.4% of copy
+    //   tokens=2048,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 4.69 us (S 5.49 us, 1.17x), spread 0.6%, band 1.0% (retest), 58.1% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 0, 2, 2, V2::id},
     //   tokens=4096,q_heads=2: not measured; the bracket rule's choice
     //   tokens=8191,q_heads=2: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 8191, 0, 2, 12, V12::id},
-    //   tokens=8192,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 14.0 us (S 14.7 us, 1.05x), spread 0.4%, band 1.0% (retest), 77.5% of copy
+    //   tokens=8192,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 14.2 us (S 14.9 us, 1.05x), spread 0.3%, band 1.0% (retest), 76.8% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 2, 5, V5::id},
-    //   tokens=1,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.50 us (S 2.05 us, 1.37x), spread 0.1%, band 1.0% (retest), 0.1% of copy
-    //   tokens=2,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.54 us (S 2.08 us, 1.34x), spread 0.8%, band 1.0% (retest), 0.2% of copy
+    //   tokens=1,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.56 us (S 2.15 us, 1.38x), spread 0.8%, band 1.0% (retest), 0.1% of copy
+    //   tokens=2,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.61 us (S 2.15 us, 1.33x), spread 0.7%, band 1.0% (retest), 0.2% of copy
     //   tokens=4,q_heads=4: not measured; the bracket rule's choice
     //   tokens=7,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=8,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.64 us (S 2.16 us, 1.32x), spread 0.6%, band 1.0% (retest), 0.8% of copy
+    //   tokens=8,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.71 us (S 2.25 us, 1.31x), spread 1.1%, band 1.1% (retest), 0.7% of copy
     //   tokens=11,q_heads=4: not measured; the bracket rule's choice
     //   tokens=15,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=16,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.70 us (S 2.21 us, 1.30x), spread 1.1%, band 1.1% (retest), 1.5% of copy
+    //   tokens=16,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.76 us (S 2.29 us, 1.30x), spread 0.6%, band 1.0% (retest), 1.4% of copy
     //   tokens=22,q_heads=4: not measured; the bracket rule's choice
     //   tokens=31,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=32,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.71 us (S 2.28 us, 1.33x), spread 0.9%, band 1.0% (retest), 2.9% of copy
+    //   tokens=32,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.77 us (S 2.35 us, 1.33x), spread 2.0%, band 2.0% (retest), 2.8% of copy
     //   tokens=45,q_heads=4: not measured; the bracket rule's choice
     //   tokens=63,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=64,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.78 us (S 2.35 us, 1.32x), spread 0.7%, band 1.0% (retest), 5.6% of copy
+    //   tokens=64,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.85 us (S 2.45 us, 1.33x), spread 0.5%, band 1.0% (retest), 5.4% of copy
     //   tokens=128,q_heads=4: not measured; the bracket rule's choice
     //   tokens=255,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=256,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.10 us (S 2.63 us, 1.25x), spread 0.4%, band 1.0% (retest), 19.1% of copy
+    //   tokens=256,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.10 us (S 2.66 us, 1.26x), spread 1.4%, band 1.4% (retest), 19.1% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 3, 5, 0, V0::id},
     //   tokens=362,q_heads=4: not measured; the bracket rule's choice
     //   tokens=511,q_heads=4: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 511, 3, 5, 1, V1::id},
-    //   tokens=512,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.54 us (S 3.03 us, 1.19x), spread 0.4%, band 1.0% (retest), 31.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 512, 3, 5, 2, V2::id},
+    //   tokens=512,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.57 us (S 3.06 us, 1.19x), spread 0.5%, band 1.0% (retest), 31.3% of copy
     //   tokens=724,q_heads=4: not measured; the bracket rule's choice
     //   tokens=1023,q_heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 1023, 3, 5, 1, V1::id},
-    //   tokens=1024,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 3.52 us (S 4.02 us, 1.14x), spread 0.4%, band 1.0% (retest), 45.5% of copy
+    //   tokens=1024,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 3.59 us (S 4.05 us, 1.13x), spread 0.6%, band 1.0% (retest), 44.8% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 1024, 3, 5, 0, V0::id},
     //   tokens=1448,q_heads=4: not measured; the bracket rule's choice
     //   tokens=2047,q_heads=4: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 2047, 3, 5, 13, V13::id},
-    //   tokens=2048,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 5.24 us (S 5.93 us, 1.13x), spread 0.2%, band 1.0% (retest), 61.2% of copy
+    //   tokens=2048,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 5.30 us (S 6.04 us, 1.14x), spread 0.2%, band 1.0% (retest), 60.8% of copy
     //   tokens=4096,q_heads=4: not measured; the bracket rule's choice
     //   tokens=8191,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=8192,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 16.1 us (S 16.9 us, 1.05x), spread 0.4%, band 1.0% (retest), 79.6% of copy
+    //   tokens=8192,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 16.2 us (S 17.1 us, 1.06x), spread 0.3%, band 1.0% (retest), 79.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 3, 5, 5, V5::id},
-    //   tokens=1,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.51 us (S 2.07 us, 1.38x), spread 0.2%, band 1.0% (retest), 0.1% of copy
-    //   tokens=2,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.56 us (S 2.08 us, 1.33x), spread 0.3%, band 1.0% (retest), 0.3% of copy
+    //   tokens=1,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.57 us (S 2.15 us, 1.37x), spread 0.2%, band 1.0% (retest), 0.1% of copy
+    //   tokens=2,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.60 us (S 2.16 us, 1.35x), spread 0.9%, band 1.0% (retest), 0.3% of copy
     //   tokens=4,q_heads=8: not measured; the bracket rule's choice
     //   tokens=7,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=8,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.65 us (S 2.16 us, 1.31x), spread 0.7%, band 1.0% (retest), 1.0% of copy
+    //   tokens=8,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.72 us (S 2.26 us, 1.31x), spread 0.3%, band 1.0% (retest), 1.0% of copy
     //   tokens=11,q_heads=8: not measured; the bracket rule's choice
     //   tokens=15,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=16,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.69 us (S 2.21 us, 1.31x), spread 0.7%, band 1.0% (retest), 1.9% of copy
+    //   tokens=16,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.75 us (S 2.32 us, 1.32x), spread 0.9%, band 1.0% (retest), 1.9% of copy
     //   tokens=22,q_heads=8: not measured; the bracket rule's choice
     //   tokens=31,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=32,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.73 us (S 2.33 us, 1.35x), spread 0.4%, band 1.0% (retest), 3.8% of copy
+    //   tokens=32,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.79 us (S 2.41 us, 1.34x), spread 1.0%, band 1.0% (retest), 3.7% of copy
     //   tokens=45,q_heads=8: not measured; the bracket rule's choice
     //   tokens=63,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=64,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.80 us (S 2.43 us, 1.36x), spread 1.0%, band 1.0% (retest), 7.3% of copy
+    //   tokens=64,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.87 us (S 2.52 us, 1.35x), spread 0.3%, band 1.0% (retest), 7.0% of copy
     //   tokens=128,q_heads=8: not measured; the bracket rule's choice
     //   tokens=255,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=256,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.23 us (S 2.76 us, 1.24x), spread 0.9%, band 1.0% (retest), 23.5% of copy
+    //   tokens=256,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.24 us (S 2.79 us, 1.25x), spread 0.9%, band 1.0% (retest), 23.5% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 6, 11, 0, V0::id},
     //   tokens=362,q_heads=8: not measured; the bracket rule's choice
     //   tokens=511,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=512,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.86 us (S 3.38 us, 1.18x), spread 0.4%, band 1.0% (retest), 36.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 511, 6, 11, 1, V1::id},
+    //   tokens=512,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.80 us (S 3.34 us, 1.20x), spread 0.7%, band 1.0% (retest), 37.6% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 6, 11, 2, V2::id},
     //   tokens=724,q_heads=8: not measured; the bracket rule's choice
     //   tokens=1023,q_heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 1023, 6, 11, 14, V14::id},
-    //   tokens=1024,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 4.00 us (S 4.81 us, 1.20x), spread 0.9%, band 1.0% (retest), 52.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 6, 11, 0, V0::id},
+    //   tokens=1024,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 4.04 us (S 4.90 us, 1.21x), spread 0.7%, band 1.0% (retest), 52.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 6, 11, 14, V14::id},
     //   tokens=1448,q_heads=8: not measured; the bracket rule's choice
     //   tokens=2047,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=2048,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 6.20 us (S 7.11 us, 1.15x), spread 0.7%, band 1.0% (retest), 67.6% of copy
+    //   tokens=2048,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 6.26 us (S 7.25 us, 1.16x), spread 0.8%, band 1.0% (retest), 67.2% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 6, 11, 15, V15::id},
     //   tokens=4096,q_heads=8: not measured; the bracket rule's choice
     //   tokens=8191,q_heads=8: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 8191, 6, 11, 16, V16::id},
-    //   tokens=8192,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 20.4 us (S 21.6 us, 1.06x), spread 0.3%, band 1.0% (retest), 82.1% of copy
+    //   tokens=8192,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 20.6 us (S 21.9 us, 1.06x), spread 0.2%, band 1.0% (retest), 81.8% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 6, 11, 5, V5::id},
-    //   tokens=1,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.52 us (S 2.08 us, 1.37x), spread 1.1%, band 1.1% (retest), 0.2% of copy
-    //   tokens=2,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.56 us (S 2.12 us, 1.36x), spread 0.6%, band 1.0% (retest), 0.4% of copy
+    //   tokens=1,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.58 us (S 2.16 us, 1.37x), spread 1.0%, band 1.0% (retest), 0.2% of copy
+    //   tokens=2,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.60 us (S 2.19 us, 1.37x), spread 1.3%, band 1.3% (retest), 0.4% of copy
     //   tokens=4,q_heads=16: not measured; the bracket rule's choice
     //   tokens=7,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=8,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.65 us (S 2.18 us, 1.32x), spread 0.2%, band 1.0% (retest), 1.5% of copy
+    //   tokens=8,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.71 us (S 2.30 us, 1.34x), spread 0.6%, band 1.0% (retest), 1.4% of copy
     //   tokens=11,q_heads=16: not measured; the bracket rule's choice
     //   tokens=15,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=16,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.69 us (S 2.24 us, 1.33x), spread 0.7%, band 1.0% (retest), 2.8% of copy
+    //   tokens=16,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.75 us (S 2.36 us, 1.35x), spread 0.8%, band 1.0% (retest), 2.8% of copy
     //   tokens=22,q_heads=16: not measured; the bracket rule's choice
     //   tokens=31,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=32,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.73 us (S 2.36 us, 1.36x), spread 0.8%, band 1.0% (retest), 5.6% of copy
+    //   tokens=32,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.79 us (S 2.45 us, 1.37x), spread 0.6%, band 1.0% (retest), 5.4% of copy
     //   tokens=45,q_heads=16: not measured; the bracket rule's choice
     //   tokens=63,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=64,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.82 us (S 2.44 us, 1.35x), spread 0.6%, band 1.0% (retest), 10.6% of copy
+    //   tokens=64,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.88 us (S 2.52 us, 1.34x), spread 1.0%, band 1.0% (retest), 10.3% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 12, 21, 0, V0::id},
     //   tokens=128,q_heads=16: not measured; the bracket rule's choice
     //   tokens=255,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=256,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 2.45 us (S 2.99 us, 1.22x), spread 1.0%, band 1.0% (retest), 31.4% of copy
+    //   tokens=256,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 2.49 us (S 3.05 us, 1.23x), spread 0.6%, band 1.0% (retest), 31.1% of copy
     //   tokens=362,q_heads=16: not measured; the bracket rule's choice
     //   tokens=511,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=512,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 3.33 us (S 3.95 us, 1.19x), spread 0.7%, band 1.0% (retest), 46.2% of copy
+    //   tokens=512,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 3.39 us (S 4.09 us, 1.21x), spread 1.0%, band 1.0% (retest), 45.6% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 512, 12, 21, 1, V1::id},
     //   tokens=724,q_heads=16: not measured; the bracket rule's choice
     //   tokens=1023,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=1024,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 4.95 us (S 5.85 us, 1.18x), spread 0.5%, band 1.0% (retest), 62.2% of copy
+    //   tokens=1024,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 4.99 us (S 5.93 us, 1.19x), spread 0.5%, band 1.0% (retest), 62.0% of copy
     //   tokens=1448,q_heads=16: not measured; the bracket rule's choice
     //   tokens=2047,q_heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 2047, 12, 21, 5, V5::id},
-    //   tokens=2048,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 8.35 us (S 9.38 us, 1.12x), spread 0.3%, band 1.0% (retest), 73.7% of copy
+    //   tokens=2048,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 8.41 us (S 9.49 us, 1.13x), spread 0.4%, band 1.0% (retest), 73.5% of copy
     //   tokens=4096,q_heads=16: not measured; the bracket rule's choice
     //   tokens=8191,q_heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 8191, 12, 21, 17, V17::id},
-    //   tokens=8192,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 28.8 us (S 31.1 us, 1.08x), spread 0.5%, band 1.0% (retest), 85.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 12, 21, 16, V16::id},
+    //   tokens=8192,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 28.8 us (S 31.4 us, 1.09x), spread 0.1%, band 1.0% (retest), 85.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 12, 21, 4, V4::id},
     //   tokens=1,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.59 us (S 2.20 us, 1.38x), spread 0.3%, band 1.0% (retest), 0.3% of copy
     //   tokens=2,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.60 us (S 2.22 us, 1.39x), spread 0.5%, band 1.0% (retest), 0.6% of copy
     //   tokens=4,q_heads=28: not measured; the bracket rule's choice
@@ -276,8 +275,8 @@ inline constexpr ktune::TunedEntry entries[] = {
     {90, "NVIDIA H200", ktune::DType::f16, 256, 22, 42, 0, V0::id},
     //   tokens=362,q_heads=28: not measured; the bracket rule's choice
     //   tokens=511,q_heads=28: not measured; the bracket rule's choice
-    //   tokens=512,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 4.24 us (S 5.11 us, 1.20x), spread 0.7%, band 1.0% (retest), 54.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 512, 22, 42, 2, V2::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 511, 22, 42, 2, V2::id},
+    //   tokens=512,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 4.24 us (S 5.11 us, 1.20x), spread 0.4%, band 1.0% (retest), 54.1% of copy
     //   tokens=724,q_heads=28: not measured; the bracket rule's choice
     //   tokens=1023,q_heads=28: not measured; the bracket rule's choice
     //   tokens=1024,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 6.44 us (S 7.68 us, 1.19x), spread 0.3%, band 1.0% (retest), 71.2% of copy
@@ -288,184 +287,178 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8191,q_heads=28: not measured; the bracket rule's choice
     //   tokens=8192,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 41.2 us (S 45.9 us, 1.11x), spread 0.1%, band 1.0% (retest), 89.1% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 22, 42, 4, V4::id},
-    //   tokens=1,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.54 us (S 2.15 us, 1.40x), spread 0.5%, band 1.0% (retest), 0.6% of copy
-    //   tokens=2,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.58 us (S 2.20 us, 1.40x), spread 0.4%, band 1.0% (retest), 1.1% of copy
+    //   tokens=1,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.59 us (S 2.23 us, 1.40x), spread 1.3%, band 1.3% (retest), 0.6% of copy
+    //   tokens=2,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.62 us (S 2.27 us, 1.40x), spread 0.9%, band 1.0% (retest), 1.1% of copy
     //   tokens=4,q_heads=64: not measured; the bracket rule's choice
     //   tokens=7,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=8,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.63 us (S 2.34 us, 1.44x), spread 0.2%, band 1.0% (retest), 4.3% of copy
+    //   tokens=8,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.69 us (S 2.42 us, 1.43x), spread 1.0%, band 1.0% (retest), 4.2% of copy
     //   tokens=11,q_heads=64: not measured; the bracket rule's choice
     //   tokens=15,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=16,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.72 us (S 2.43 us, 1.41x), spread 0.7%, band 1.0% (retest), 8.2% of copy
+    //   tokens=16,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.79 us (S 2.50 us, 1.40x), spread 0.4%, band 1.0% (retest), 7.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 16, 43, INT64_MAX, 0, V0::id},
     //   tokens=22,q_heads=64: not measured; the bracket rule's choice
     //   tokens=31,q_heads=64: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 31, 43, INT64_MAX, 1, V1::id},
-    //   tokens=32,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.86 us (S 2.55 us, 1.37x), spread 0.3%, band 1.0% (retest), 15.1% of copy
+    //   tokens=32,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.88 us (S 2.57 us, 1.36x), spread 1.0%, band 1.0% (retest), 15.0% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 32, 43, INT64_MAX, 0, V0::id},
     //   tokens=45,q_heads=64: not measured; the bracket rule's choice
     //   tokens=63,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=64,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 2.14 us (S 2.81 us, 1.31x), spread 0.4%, band 1.0% (retest), 26.2% of copy
+    //   tokens=64,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 2.16 us (S 2.82 us, 1.31x), spread 0.6%, band 1.0% (retest), 26.1% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 64, 43, INT64_MAX, 1, V1::id},
     //   tokens=128,q_heads=64: not measured; the bracket rule's choice
     //   tokens=255,q_heads=64: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 255, 43, INT64_MAX, 12, V12::id},
-    //   tokens=256,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 4.11 us (S 5.07 us, 1.23x), spread 0.6%, band 1.0% (retest), 54.7% of copy
+    //   tokens=256,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 4.21 us (S 5.22 us, 1.24x), spread 1.0%, band 1.0% (retest), 53.5% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 43, INT64_MAX, 2, V2::id},
     //   tokens=362,q_heads=64: not measured; the bracket rule's choice
     //   tokens=511,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=512,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 6.30 us (S 7.65 us, 1.21x), spread 0.3%, band 1.0% (retest), 71.3% of copy
+    //   tokens=512,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 6.35 us (S 7.75 us, 1.22x), spread 0.2%, band 1.0% (retest), 71.0% of copy
     //   tokens=724,q_heads=64: not measured; the bracket rule's choice
     //   tokens=1023,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=1024,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 11.4 us (S 12.9 us, 1.12x), spread 0.6%, band 1.0% (retest), 78.6% of copy
+    //   tokens=1024,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 11.5 us (S 13.0 us, 1.13x), spread 0.1%, band 1.0% (retest), 78.4% of copy
     //   tokens=1448,q_heads=64: not measured; the bracket rule's choice
     //   tokens=2047,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=2048,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 21.3 us (S 23.6 us, 1.11x), spread 0.2%, band 1.0% (retest), 84.5% of copy
+    //   tokens=2048,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 21.3 us (S 23.9 us, 1.12x), spread 0.2%, band 1.0% (retest), 84.6% of copy
     //   tokens=4096,q_heads=64: not measured; the bracket rule's choice
     //   tokens=8191,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=8192,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 76.9 us (S 87.8 us, 1.14x), spread 0.4%, band 1.0% (retest), 93.5% of copy
+    //   tokens=8192,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 77.0 us (S 88.7 us, 1.15x), spread 0.7%, band 1.0% (retest), 93.8% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 43, INT64_MAX, 4, V4::id},
     // NVIDIA H200 (sm_90), bf16
-    //   tokens=1,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.50 us (S 2.06 us, 1.37x), spread 0.1%, band 1.0% (retest), 0.1% of copy
-    //   tokens=2,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.55 us (S 2.07 us, 1.34x), spread 0.6%, band 1.0% (retest), 0.2% of copy
+    //   tokens=1,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.55 us (S 2.11 us, 1.36x), spread 1.5%, band 1.5% (retest), 0.1% of copy
+    //   tokens=2,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.59 us (S 2.13 us, 1.34x), spread 2.6%, band 2.6% (retest), 0.2% of copy
     //   tokens=4,q_heads=2: not measured; the bracket rule's choice
     //   tokens=7,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=8,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.64 us (S 2.13 us, 1.30x), spread 1.5%, band 1.5% (retest), 0.6% of copy
+    //   tokens=8,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.71 us (S 2.25 us, 1.32x), spread 0.2%, band 1.0% (retest), 0.6% of copy
     //   tokens=11,q_heads=2: not measured; the bracket rule's choice
     //   tokens=15,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=16,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.70 us (S 2.16 us, 1.28x), spread 0.4%, band 1.0% (retest), 1.2% of copy
+    //   tokens=16,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.76 us (S 2.29 us, 1.30x), spread 0.7%, band 1.0% (retest), 1.2% of copy
     //   tokens=22,q_heads=2: not measured; the bracket rule's choice
     //   tokens=31,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=32,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.74 us (S 2.24 us, 1.29x), spread 1.3%, band 1.3% (retest), 2.4% of copy
+    //   tokens=32,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.79 us (S 2.34 us, 1.30x), spread 0.9%, band 1.0% (retest), 2.4% of copy
     //   tokens=45,q_heads=2: not measured; the bracket rule's choice
     //   tokens=63,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=64,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.77 us (S 2.33 us, 1.31x), spread 0.7%, band 1.0% (retest), 4.8% of copy
+    //   tokens=64,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 1.84 us (S 2.41 us, 1.31x), spread 0.5%, band 1.0% (retest), 4.6% of copy
     //   tokens=128,q_heads=2: not measured; the bracket rule's choice
     //   tokens=255,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=256,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.05 us (S 2.59 us, 1.26x), spread 0.3%, band 1.0% (retest), 16.5% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 0, 2, 10, V10::id},
+    //   tokens=256,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.04 us (S 2.58 us, 1.27x), spread 0.7%, band 1.0% (retest), 16.7% of copy
     //   tokens=362,q_heads=2: not measured; the bracket rule's choice
     //   tokens=511,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=512,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.39 us (S 2.91 us, 1.22x), spread 0.9%, band 1.0% (retest), 28.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 0, 2, 6, V6::id},
+    //   tokens=512,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 2.43 us (S 2.93 us, 1.20x), spread 0.7%, band 1.0% (retest), 28.0% of copy
     //   tokens=724,q_heads=2: not measured; the bracket rule's choice
     //   tokens=1023,q_heads=2: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 1023, 0, 2, 10, V10::id},
-    //   tokens=1024,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 3.22 us (S 3.71 us, 1.15x), spread 0.1%, band 1.0% (retest), 42.1% of copy
+    //   tokens=1024,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 3.28 us (S 3.82 us, 1.17x), spread 1.2%, band 1.2% (retest), 41.6% of copy
     //   tokens=1448,q_heads=2: not measured; the bracket rule's choice
     //   tokens=2047,q_heads=2: not measured; the bracket rule's choice
-    //   tokens=2048,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 4.65 us (S 5.40 us, 1.16x), spread 0.7%, band 1.0% (retest), 58.4% of copy
+    //   tokens=2048,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 4.70 us (S 5.51 us, 1.17x), spread 1.3%, band 1.6% (retest), 57.9% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 0, 2, 7, V7::id},
     //   tokens=4096,q_heads=2: not measured; the bracket rule's choice
     //   tokens=8191,q_heads=2: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 8191, 0, 2, 18, V18::id},
-    //   tokens=8192,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 14.0 us (S 14.8 us, 1.05x), spread 0.2%, band 1.0% (retest), 77.3% of copy
+    //   tokens=8192,q_heads=2,kv_heads=8,head_size=128,rotary_dim=128: 14.2 us (S 15.0 us, 1.05x), spread 0.5%, band 1.0% (retest), 76.6% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 2, 19, V19::id},
-    //   tokens=1,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.50 us (S 2.08 us, 1.38x), spread 0.2%, band 1.0% (retest), 0.1% of copy
-    //   tokens=2,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.54 us (S 2.08 us, 1.35x), spread 0.4%, band 1.0% (retest), 0.2% of copy
+    //   tokens=1,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.57 us (S 2.14 us, 1.36x), spread 0.9%, band 1.0% (retest), 0.1% of copy
+    //   tokens=2,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.61 us (S 2.15 us, 1.34x), spread 0.7%, band 1.0% (retest), 0.2% of copy
     //   tokens=4,q_heads=4: not measured; the bracket rule's choice
     //   tokens=7,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=8,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.64 us (S 2.18 us, 1.33x), spread 0.5%, band 1.0% (retest), 0.8% of copy
+    //   tokens=8,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.72 us (S 2.27 us, 1.32x), spread 0.7%, band 1.0% (retest), 0.7% of copy
     //   tokens=11,q_heads=4: not measured; the bracket rule's choice
     //   tokens=15,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=16,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.69 us (S 2.17 us, 1.28x), spread 0.6%, band 1.0% (retest), 1.5% of copy
+    //   tokens=16,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.77 us (S 2.31 us, 1.30x), spread 0.3%, band 1.0% (retest), 1.4% of copy
     //   tokens=22,q_heads=4: not measured; the bracket rule's choice
     //   tokens=31,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=32,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.71 us (S 2.27 us, 1.33x), spread 1.5%, band 1.5% (retest), 2.9% of copy
+    //   tokens=32,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.77 us (S 2.33 us, 1.31x), spread 1.5%, band 1.5% (retest), 2.8% of copy
     //   tokens=45,q_heads=4: not measured; the bracket rule's choice
     //   tokens=63,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=64,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.77 us (S 2.35 us, 1.33x), spread 0.5%, band 1.0% (retest), 5.7% of copy
+    //   tokens=64,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 1.85 us (S 2.43 us, 1.31x), spread 0.4%, band 1.0% (retest), 5.4% of copy
     //   tokens=128,q_heads=4: not measured; the bracket rule's choice
     //   tokens=255,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=256,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.10 us (S 2.65 us, 1.26x), spread 1.3%, band 1.3% (retest), 19.0% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 3, 5, 10, V10::id},
+    //   tokens=256,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.11 us (S 2.64 us, 1.25x), spread 1.0%, band 1.0% (retest), 19.1% of copy
     //   tokens=362,q_heads=4: not measured; the bracket rule's choice
     //   tokens=511,q_heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 511, 3, 5, 6, V6::id},
-    //   tokens=512,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.53 us (S 3.03 us, 1.20x), spread 0.5%, band 1.0% (retest), 31.7% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 3, 5, 7, V7::id},
+    //   tokens=512,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 2.57 us (S 3.09 us, 1.20x), spread 0.2%, band 1.0% (retest), 31.3% of copy
     //   tokens=724,q_heads=4: not measured; the bracket rule's choice
     //   tokens=1023,q_heads=4: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 3, 5, 19, V19::id},
-    //   tokens=1024,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 3.50 us (S 3.96 us, 1.13x), spread 0.9%, band 1.0% (retest), 45.8% of copy
+    //   tokens=1024,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 3.57 us (S 4.08 us, 1.14x), spread 0.5%, band 1.1% (retest), 45.1% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 1024, 3, 5, 10, V10::id},
     //   tokens=1448,q_heads=4: not measured; the bracket rule's choice
     //   tokens=2047,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=2048,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 5.23 us (S 5.94 us, 1.14x), spread 0.3%, band 1.0% (retest), 61.3% of copy
+    //   tokens=2048,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 5.29 us (S 6.06 us, 1.15x), spread 0.8%, band 1.0% (retest), 60.8% of copy
     //   tokens=4096,q_heads=4: not measured; the bracket rule's choice
     //   tokens=8191,q_heads=4: not measured; the bracket rule's choice
-    //   tokens=8192,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 16.1 us (S 17.0 us, 1.05x), spread 0.1%, band 1.0% (retest), 79.4% of copy
+    //   tokens=8192,q_heads=4,kv_heads=8,head_size=128,rotary_dim=128: 16.2 us (S 17.2 us, 1.06x), spread 0.2%, band 1.0% (retest), 79.2% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 3, 5, 19, V19::id},
-    //   tokens=1,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.51 us (S 2.07 us, 1.37x), spread 0.1%, band 1.0% (retest), 0.1% of copy
-    //   tokens=2,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.56 us (S 2.10 us, 1.35x), spread 0.8%, band 1.0% (retest), 0.3% of copy
+    //   tokens=1,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.57 us (S 2.14 us, 1.36x), spread 0.2%, band 1.0% (retest), 0.1% of copy
+    //   tokens=2,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.60 us (S 2.16 us, 1.35x), spread 0.6%, band 1.0% (retest), 0.3% of copy
     //   tokens=4,q_heads=8: not measured; the bracket rule's choice
     //   tokens=7,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=8,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.65 us (S 2.18 us, 1.32x), spread 0.8%, band 1.0% (retest), 1.0% of copy
+    //   tokens=8,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.71 us (S 2.24 us, 1.31x), spread 1.2%, band 1.2% (retest), 1.0% of copy
     //   tokens=11,q_heads=8: not measured; the bracket rule's choice
     //   tokens=15,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=16,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.68 us (S 2.19 us, 1.31x), spread 0.4%, band 1.0% (retest), 1.9% of copy
+    //   tokens=16,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.76 us (S 2.34 us, 1.33x), spread 1.5%, band 1.5% (retest), 1.9% of copy
     //   tokens=22,q_heads=8: not measured; the bracket rule's choice
     //   tokens=31,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=32,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.72 us (S 2.33 us, 1.36x), spread 0.4%, band 1.0% (retest), 3.8% of copy
+    //   tokens=32,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.79 us (S 2.40 us, 1.34x), spread 0.5%, band 1.0% (retest), 3.7% of copy
     //   tokens=45,q_heads=8: not measured; the bracket rule's choice
     //   tokens=63,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=64,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.79 us (S 2.43 us, 1.36x), spread 0.8%, band 1.0% (retest), 7.3% of copy
+    //   tokens=64,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 1.87 us (S 2.54 us, 1.36x), spread 0.5%, band 1.0% (retest), 7.0% of copy
     //   tokens=128,q_heads=8: not measured; the bracket rule's choice
     //   tokens=255,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=256,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.22 us (S 2.76 us, 1.24x), spread 0.5%, band 1.0% (retest), 23.6% of copy
+    //   tokens=256,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.23 us (S 2.79 us, 1.25x), spread 0.8%, band 1.0% (retest), 23.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 6, 11, 10, V10::id},
     //   tokens=362,q_heads=8: not measured; the bracket rule's choice
     //   tokens=511,q_heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 511, 6, 11, 10, V10::id},
-    //   tokens=512,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.86 us (S 3.38 us, 1.18x), spread 0.3%, band 1.0% (retest), 36.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 511, 6, 11, 6, V6::id},
+    //   tokens=512,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 2.80 us (S 3.35 us, 1.20x), spread 0.2%, band 1.0% (retest), 37.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 512, 6, 11, 7, V7::id},
     //   tokens=724,q_heads=8: not measured; the bracket rule's choice
     //   tokens=1023,q_heads=8: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 1023, 6, 11, 20, V20::id},
-    //   tokens=1024,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 3.98 us (S 4.79 us, 1.20x), spread 0.4%, band 1.0% (retest), 52.6% of copy
+    //   tokens=1024,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 4.07 us (S 4.92 us, 1.21x), spread 0.7%, band 1.0% (retest), 51.6% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 1024, 6, 11, 10, V10::id},
     //   tokens=1448,q_heads=8: not measured; the bracket rule's choice
     //   tokens=2047,q_heads=8: not measured; the bracket rule's choice
-    //   tokens=2048,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 6.24 us (S 7.13 us, 1.14x), spread 0.3%, band 1.0% (retest), 67.2% of copy
+    //   tokens=2048,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 6.30 us (S 7.27 us, 1.15x), spread 0.6%, band 1.0% (retest), 66.8% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 2048, 6, 11, 21, V21::id},
     //   tokens=4096,q_heads=8: not measured; the bracket rule's choice
     //   tokens=8191,q_heads=8: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 6, 11, 22, V22::id},
-    //   tokens=8192,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 20.5 us (S 21.7 us, 1.06x), spread 0.2%, band 1.0% (retest), 81.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 6, 11, 19, V19::id},
-    //   tokens=1,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.52 us (S 2.09 us, 1.38x), spread 0.5%, band 1.0% (retest), 0.2% of copy
-    //   tokens=2,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.55 us (S 2.12 us, 1.37x), spread 0.6%, band 1.0% (retest), 0.4% of copy
+    //   tokens=8192,q_heads=8,kv_heads=8,head_size=128,rotary_dim=128: 20.5 us (S 21.9 us, 1.07x), spread 0.3%, band 1.0% (retest), 82.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 6, 11, 22, V22::id},
+    //   tokens=1,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.58 us (S 2.18 us, 1.38x), spread 1.1%, band 1.1% (retest), 0.2% of copy
+    //   tokens=2,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.60 us (S 2.20 us, 1.37x), spread 0.7%, band 1.0% (retest), 0.4% of copy
     //   tokens=4,q_heads=16: not measured; the bracket rule's choice
     //   tokens=7,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=8,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.65 us (S 2.21 us, 1.34x), spread 0.6%, band 1.0% (retest), 1.5% of copy
+    //   tokens=8,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.71 us (S 2.29 us, 1.34x), spread 1.1%, band 1.1% (retest), 1.4% of copy
     //   tokens=11,q_heads=16: not measured; the bracket rule's choice
     //   tokens=15,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=16,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.68 us (S 2.27 us, 1.35x), spread 0.6%, band 1.0% (retest), 2.9% of copy
+    //   tokens=16,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.75 us (S 2.34 us, 1.34x), spread 0.7%, band 1.0% (retest), 2.8% of copy
     //   tokens=22,q_heads=16: not measured; the bracket rule's choice
     //   tokens=31,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=32,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.72 us (S 2.38 us, 1.38x), spread 0.7%, band 1.0% (retest), 5.6% of copy
+    //   tokens=32,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.79 us (S 2.47 us, 1.38x), spread 0.5%, band 1.0% (retest), 5.4% of copy
     //   tokens=45,q_heads=16: not measured; the bracket rule's choice
     //   tokens=63,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=64,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.82 us (S 2.45 us, 1.35x), spread 0.9%, band 1.0% (retest), 10.6% of copy
+    //   tokens=64,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 1.88 us (S 2.52 us, 1.34x), spread 1.0%, band 1.0% (retest), 10.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 64, 12, 21, 10, V10::id},
     //   tokens=128,q_heads=16: not measured; the bracket rule's choice
     //   tokens=255,q_heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 12, 21, 6, V6::id},
-    //   tokens=256,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 2.46 us (S 3.02 us, 1.23x), spread 0.5%, band 1.0% (retest), 31.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 12, 21, 19, V19::id},
+    //   tokens=256,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 2.51 us (S 3.04 us, 1.21x), spread 1.3%, band 1.0% (retest), 30.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 12, 21, 10, V10::id},
     //   tokens=362,q_heads=16: not measured; the bracket rule's choice
     //   tokens=511,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=512,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 3.32 us (S 3.96 us, 1.19x), spread 0.7%, band 1.0% (retest), 46.4% of copy
+    //   tokens=512,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 3.39 us (S 4.09 us, 1.21x), spread 0.3%, band 1.0% (retest), 45.6% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 512, 12, 21, 6, V6::id},
     //   tokens=724,q_heads=16: not measured; the bracket rule's choice
     //   tokens=1023,q_heads=16: not measured; the bracket rule's choice
-    //   tokens=1024,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 4.95 us (S 5.83 us, 1.18x), spread 0.3%, band 1.0% (retest), 62.2% of copy
+    //   tokens=1024,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 5.01 us (S 5.96 us, 1.19x), spread 0.8%, band 1.0% (retest), 61.8% of copy
     //   tokens=1448,q_heads=16: not measured; the bracket rule's choice
     //   tokens=2047,q_heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 2047, 12, 21, 19, V19::id},
-    //   tokens=2048,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 8.36 us (S 9.41 us, 1.13x), spread 0.2%, band 1.0% (retest), 73.7% of copy
+    //   tokens=2048,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 8.40 us (S 9.54 us, 1.14x), spread 0.7%, band 1.0% (retest), 73.7% of copy
     //   tokens=4096,q_heads=16: not measured; the bracket rule's choice
     //   tokens=8191,q_heads=16: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 8191, 12, 21, 23, V23::id},
-    //   tokens=8192,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 28.8 us (S 31.1 us, 1.08x), spread 0.2%, band 1.0% (retest), 85.7% of copy
+    //   tokens=8192,q_heads=16,kv_heads=8,head_size=128,rotary_dim=128: 28.9 us (S 31.5 us, 1.09x), spread 0.2%, band 1.0% (retest), 85.7% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 12, 21, 22, V22::id},
     //   tokens=1,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.59 us (S 2.19 us, 1.38x), spread 0.7%, band 1.0% (retest), 0.3% of copy
     //   tokens=2,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 1.60 us (S 2.24 us, 1.40x), spread 0.7%, band 1.0% (retest), 0.6% of copy
@@ -499,39 +492,39 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8191,q_heads=28: not measured; the bracket rule's choice
     //   tokens=8192,q_heads=28,kv_heads=8,head_size=128,rotary_dim=128: 41.3 us (S 46.2 us, 1.12x), spread 0.2%, band 1.0% (retest), 89.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 22, 42, 9, V9::id},
-    //   tokens=1,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.54 us (S 2.16 us, 1.40x), spread 0.8%, band 1.0% (retest), 0.6% of copy
-    //   tokens=2,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.57 us (S 2.19 us, 1.40x), spread 1.0%, band 1.0% (retest), 1.1% of copy
+    //   tokens=1,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.60 us (S 2.24 us, 1.40x), spread 0.5%, band 1.0% (retest), 0.6% of copy
+    //   tokens=2,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.62 us (S 2.27 us, 1.40x), spread 0.3%, band 1.0% (retest), 1.1% of copy
     //   tokens=4,q_heads=64: not measured; the bracket rule's choice
     //   tokens=7,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=8,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.63 us (S 2.34 us, 1.44x), spread 1.1%, band 1.1% (retest), 4.3% of copy
+    //   tokens=8,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.69 us (S 2.41 us, 1.43x), spread 0.7%, band 1.0% (retest), 4.2% of copy
     //   tokens=11,q_heads=64: not measured; the bracket rule's choice
     //   tokens=15,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=16,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.72 us (S 2.42 us, 1.41x), spread 0.6%, band 1.6% (retest), 8.1% of copy
+    //   tokens=16,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.79 us (S 2.51 us, 1.40x), spread 1.5%, band 1.0% (retest), 7.9% of copy
     //   tokens=22,q_heads=64: not measured; the bracket rule's choice
     //   tokens=31,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=32,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.85 us (S 2.53 us, 1.37x), spread 0.4%, band 1.0% (retest), 15.2% of copy
+    //   tokens=32,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 1.88 us (S 2.57 us, 1.37x), spread 0.6%, band 1.0% (retest), 15.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 32, 43, INT64_MAX, 10, V10::id},
     //   tokens=45,q_heads=64: not measured; the bracket rule's choice
     //   tokens=63,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=64,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 2.14 us (S 2.81 us, 1.31x), spread 0.5%, band 1.0% (retest), 26.2% of copy
+    //   tokens=64,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 2.17 us (S 2.84 us, 1.31x), spread 1.0%, band 1.0% (retest), 26.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 64, 43, INT64_MAX, 6, V6::id},
     //   tokens=128,q_heads=64: not measured; the bracket rule's choice
     //   tokens=255,q_heads=64: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 43, INT64_MAX, 10, V10::id},
-    //   tokens=256,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 4.06 us (S 5.08 us, 1.25x), spread 0.8%, band 1.0% (retest), 55.4% of copy
+    //   tokens=256,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 4.16 us (S 5.23 us, 1.26x), spread 0.6%, band 1.0% (retest), 54.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 256, 43, INT64_MAX, 24, V24::id},
     //   tokens=362,q_heads=64: not measured; the bracket rule's choice
     //   tokens=511,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=512,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 6.35 us (S 7.64 us, 1.20x), spread 0.3%, band 1.0% (retest), 70.8% of copy
+    //   tokens=512,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 6.38 us (S 7.80 us, 1.22x), spread 1.0%, band 1.0% (retest), 70.7% of copy
     //   tokens=724,q_heads=64: not measured; the bracket rule's choice
     //   tokens=1023,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=1024,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 11.5 us (S 12.9 us, 1.13x), spread 0.3%, band 1.0% (retest), 78.3% of copy
+    //   tokens=1024,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 11.5 us (S 13.1 us, 1.13x), spread 0.2%, band 1.0% (retest), 78.2% of copy
     //   tokens=1448,q_heads=64: not measured; the bracket rule's choice
     //   tokens=2047,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=2048,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 21.3 us (S 23.7 us, 1.11x), spread 0.2%, band 1.0% (retest), 84.5% of copy
+    //   tokens=2048,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 21.4 us (S 24.0 us, 1.12x), spread 0.5%, band 1.0% (retest), 84.5% of copy
     //   tokens=4096,q_heads=64: not measured; the bracket rule's choice
     //   tokens=8191,q_heads=64: not measured; the bracket rule's choice
-    //   tokens=8192,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 76.9 us (S 88.1 us, 1.15x), spread 0.2%, band 1.0% (retest), 93.5% of copy
+    //   tokens=8192,q_heads=64,kv_heads=8,head_size=128,rotary_dim=128: 77.4 us (S 89.1 us, 1.15x), spread 0.5%, band 1.0% (retest), 93.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 43, INT64_MAX, 9, V9::id},
 };
 

@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/silu_and_mul.json (0x80c675f4fd6b8771): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/silu_and_mul.json (0x1419707f16a5306b): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/silu_and_mul.json (0xa31268a781e4d9d3): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T14:44:54+00:00, commit 745fab4086eccce2efaaa91a5995d3acbe826eb3-dirty
 //     cells between its measured shapes: the bracket rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -29,15 +29,15 @@ inline constexpr std::uint64_t space_hash = 0x8a0d065a67cca6f9ull;  // Space::sp
 struct V0 { static constexpr char id[] = "tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
 struct V1 { static constexpr char id[] = "tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
 struct V2 { static constexpr char id[] = "tpb_128.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
-struct V3 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
-struct V4 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
+struct V3 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_4.split_0.pdl_1"; };  // fp32, sm_90
+struct V4 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
 struct V5 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp32, sm_90
 struct V6 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp32, sm_90
-struct V7 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
-struct V8 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp32, sm_90
-struct V9 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
+struct V7 { static constexpr char id[] = "tpb_1024.vb_16.vpt_2.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
+struct V8 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp32, sm_90
+struct V9 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp32, sm_90
 struct V10 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
-struct V11 { static constexpr char id[] = "tpb_512.vb_4.vpt_4.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
+struct V11 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp32, sm_90
 struct V12 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
 struct V13 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp16, sm_90
 struct V14 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp16, sm_90
@@ -45,17 +45,16 @@ struct V15 { static constexpr char id[] = "tpb_128.vb_16.vpt_1.rpb_2.split_0.pdl
 struct V16 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
 struct V17 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
 struct V18 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // fp16, sm_90
-struct V19 { static constexpr char id[] = "tpb_1024.vb_16.vpt_2.rpb_1.split_0.pdl_1"; };  // fp16, sm_90
-struct V20 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
-struct V21 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
-struct V22 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
-struct V23 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // bf16, sm_90
-struct V24 { static constexpr char id[] = "tpb_128.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // bf16, sm_90
-struct V25 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
-struct V26 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
-struct V27 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // bf16, sm_90
-struct V28 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
-struct V29 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
+struct V19 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
+struct V20 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // fp16, sm_90
+struct V21 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V22 { static constexpr char id[] = "tpb_256.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // bf16, sm_90
+struct V23 { static constexpr char id[] = "tpb_128.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // bf16, sm_90
+struct V24 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V25 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_0.pdl_1"; };  // bf16, sm_90
+struct V26 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_2.split_0.pdl_1"; };  // bf16, sm_90
+struct V27 { static constexpr char id[] = "tpb_512.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
+struct V28 { static constexpr char id[] = "tpb_1024.vb_16.vpt_1.rpb_1.split_1.pdl_1"; };  // bf16, sm_90
 
 inline constexpr ktune::TunedEntry entries[] = {
     // NVIDIA H100 80GB HBM3 (sm_90), fp32
@@ -119,185 +118,183 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=8192,d=28672: 458 us (S 470 us, 1.03x), spread 0.2%, band 1.0% (retest), 102.6% of copy
     {90, "NVIDIA H100 80GB HBM3", ktune::DType::bf16, INT64_MAX, 0, INT64_MAX, 2, V2::id},
     // NVIDIA H200 (sm_90), fp32
-    //   tokens=1,d=384: 1.04 us (S 1.66 us, 1.59x), spread 1.5%, band 1.5% (retest), 0.1% of copy
-    //   tokens=2,d=384: 1.07 us (S 1.74 us, 1.62x), spread 1.8%, band 1.8% (retest), 0.2% of copy
+    //   tokens=1,d=384: 1.10 us (S 1.76 us, 1.60x), spread 2.0%, band 2.0% (retest), 0.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1, 0, 886, 3, V3::id},
+    //   tokens=2,d=384: 1.14 us (S 1.79 us, 1.58x), spread 0.7%, band 1.0% (retest), 0.2% of copy
     //   tokens=4,d=384: not measured; the bracket rule's choice
     //   tokens=7,d=384: not measured; the bracket rule's choice
-    //   tokens=8,d=384: 1.15 us (S 1.82 us, 1.59x), spread 0.8%, band 1.0% (retest), 0.8% of copy
+    //   tokens=8,d=384: 1.21 us (S 1.90 us, 1.57x), spread 2.3%, band 1.0% (retest), 0.7% of copy
     //   tokens=11,d=384: not measured; the bracket rule's choice
     //   tokens=15,d=384: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 15, 0, 886, 3, V3::id},
-    //   tokens=16,d=384: 1.18 us (S 1.82 us, 1.54x), spread 1.1%, band 1.1% (retest), 1.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 16, 0, 886, 4, V4::id},
+    //   tokens=16,d=384: 1.25 us (S 1.90 us, 1.52x), spread 0.5%, band 1.7% (retest), 1.4% of copy
     //   tokens=22,d=384: not measured; the bracket rule's choice
     //   tokens=31,d=384: not measured; the bracket rule's choice
-    //   tokens=32,d=384: 1.24 us (S 1.88 us, 1.52x), spread 1.3%, band 1.3% (retest), 2.8% of copy
+    //   tokens=32,d=384: 1.29 us (S 1.97 us, 1.53x), spread 3.3%, band 3.3% (retest), 2.7% of copy
     //   tokens=45,d=384: not measured; the bracket rule's choice
     //   tokens=63,d=384: not measured; the bracket rule's choice
-    //   tokens=64,d=384: 1.26 us (S 1.94 us, 1.54x), spread 1.0%, band 1.0% (retest), 5.5% of copy
+    //   tokens=64,d=384: 1.31 us (S 1.98 us, 1.51x), spread 0.1%, band 1.0% (retest), 5.3% of copy
     //   tokens=128,d=384: not measured; the bracket rule's choice
     //   tokens=255,d=384: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 0, 886, 3, V3::id},
-    //   tokens=256,d=384: 1.46 us (S 2.19 us, 1.50x), spread 0.2%, band 1.0% (retest), 19.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 0, 886, 4, V4::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 0, 886, 4, V4::id},
+    //   tokens=256,d=384: 1.45 us (S 2.19 us, 1.52x), spread 0.5%, band 1.0% (retest), 19.2% of copy
     //   tokens=362,d=384: not measured; the bracket rule's choice
     //   tokens=511,d=384: not measured; the bracket rule's choice
-    //   tokens=512,d=384: 1.81 us (S 2.58 us, 1.43x), spread 0.7%, band 1.0% (retest), 30.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 512, 0, 886, 5, V5::id},
+    //   tokens=512,d=384: 1.77 us (S 2.51 us, 1.42x), spread 0.3%, band 1.0% (retest), 31.4% of copy
     //   tokens=724,d=384: not measured; the bracket rule's choice
     //   tokens=1023,d=384: not measured; the bracket rule's choice
-    //   tokens=1024,d=384: 2.41 us (S 3.16 us, 1.31x), spread 0.6%, band 1.0% (retest), 46.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1023, 0, 886, 5, V5::id},
+    //   tokens=1024,d=384: 2.42 us (S 3.19 us, 1.32x), spread 0.3%, band 1.0% (retest), 45.9% of copy
     //   tokens=1448,d=384: not measured; the bracket rule's choice
     //   tokens=2047,d=384: not measured; the bracket rule's choice
-    //   tokens=2048,d=384: 3.51 us (S 4.28 us, 1.22x), spread 0.7%, band 1.0% (retest), 63.2% of copy
+    //   tokens=2048,d=384: 3.55 us (S 4.38 us, 1.23x), spread 0.7%, band 1.0% (retest), 62.7% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 0, 886, 6, V6::id},
     //   tokens=4096,d=384: not measured; the bracket rule's choice
     //   tokens=8191,d=384: not measured; the bracket rule's choice
-    //   tokens=8192,d=384: 9.98 us (S 11.9 us, 1.19x), spread 0.4%, band 1.0% (retest), 88.8% of copy
+    //   tokens=8192,d=384: 10.0 us (S 12.0 us, 1.19x), spread 0.8%, band 1.0% (retest), 88.8% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 886, 5, V5::id},
-    //   tokens=1,d=2048: 1.25 us (S 1.88 us, 1.51x), spread 0.2%, band 1.0% (retest), 0.5% of copy
-    //   tokens=2,d=2048: 1.28 us (S 1.91 us, 1.49x), spread 1.9%, band 1.9% (retest), 0.9% of copy
+    //   tokens=1,d=2048: 1.32 us (S 1.94 us, 1.48x), spread 2.1%, band 2.1% (retest), 0.4% of copy
+    //   tokens=2,d=2048: 1.34 us (S 1.96 us, 1.46x), spread 2.0%, band 2.0% (retest), 0.9% of copy
     //   tokens=4,d=2048: not measured; the bracket rule's choice
     //   tokens=7,d=2048: not measured; the bracket rule's choice
-    //   tokens=8,d=2048: 1.36 us (S 1.95 us, 1.43x), spread 0.6%, band 1.0% (retest), 3.4% of copy
+    //   tokens=8,d=2048: 1.42 us (S 2.03 us, 1.43x), spread 1.8%, band 1.8% (retest), 3.3% of copy
     //   tokens=11,d=2048: not measured; the bracket rule's choice
     //   tokens=15,d=2048: not measured; the bracket rule's choice
-    //   tokens=16,d=2048: 1.38 us (S 1.95 us, 1.41x), spread 0.6%, band 1.0% (retest), 6.7% of copy
+    //   tokens=16,d=2048: 1.44 us (S 2.04 us, 1.42x), spread 2.6%, band 2.6% (retest), 6.5% of copy
     //   tokens=22,d=2048: not measured; the bracket rule's choice
     //   tokens=31,d=2048: not measured; the bracket rule's choice
-    //   tokens=32,d=2048: 1.50 us (S 2.07 us, 1.38x), spread 0.8%, band 1.0% (retest), 12.3% of copy
+    //   tokens=32,d=2048: 1.49 us (S 2.09 us, 1.40x), spread 0.5%, band 1.0% (retest), 12.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 32, 887, 2896, 0, V0::id},
     //   tokens=45,d=2048: not measured; the bracket rule's choice
     //   tokens=63,d=2048: not measured; the bracket rule's choice
-    //   tokens=64,d=2048: 1.63 us (S 2.25 us, 1.38x), spread 0.9%, band 1.0% (retest), 22.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 63, 887, 2896, 7, V7::id},
+    //   tokens=64,d=2048: 1.65 us (S 2.28 us, 1.38x), spread 1.3%, band 1.3% (retest), 22.5% of copy
     //   tokens=128,d=2048: not measured; the bracket rule's choice
     //   tokens=255,d=2048: not measured; the bracket rule's choice
-    //   tokens=256,d=2048: 2.82 us (S 3.51 us, 1.25x), spread 0.2%, band 1.0% (retest), 52.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 887, 2896, 7, V7::id},
+    //   tokens=256,d=2048: 2.86 us (S 3.57 us, 1.25x), spread 0.4%, band 1.0% (retest), 51.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 887, 2896, 8, V8::id},
     //   tokens=362,d=2048: not measured; the bracket rule's choice
     //   tokens=511,d=2048: not measured; the bracket rule's choice
-    //   tokens=512,d=2048: 4.31 us (S 5.04 us, 1.17x), spread 0.3%, band 1.0% (retest), 68.6% of copy
+    //   tokens=512,d=2048: 4.35 us (S 5.09 us, 1.17x), spread 0.5%, band 1.0% (retest), 68.2% of copy
     //   tokens=724,d=2048: not measured; the bracket rule's choice
     //   tokens=1023,d=2048: not measured; the bracket rule's choice
-    //   tokens=1024,d=2048: 7.22 us (S 7.94 us, 1.10x), spread 0.3%, band 1.0% (retest), 81.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1024, 887, 2896, 3, V3::id},
+    //   tokens=1024,d=2048: 7.27 us (S 8.02 us, 1.10x), spread 0.7%, band 1.0% (retest), 81.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 1024, 887, 2896, 4, V4::id},
     //   tokens=1448,d=2048: not measured; the bracket rule's choice
     //   tokens=2047,d=2048: not measured; the bracket rule's choice
-    //   tokens=2048,d=2048: 13.0 us (S 13.7 us, 1.06x), spread 0.3%, band 1.0% (retest), 91.0% of copy
+    //   tokens=2048,d=2048: 13.0 us (S 13.8 us, 1.06x), spread 0.1%, band 1.0% (retest), 91.3% of copy
     //   tokens=4096,d=2048: not measured; the bracket rule's choice
     //   tokens=8191,d=2048: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 887, 2896, 8, V8::id},
-    //   tokens=8192,d=2048: 47.9 us (S 48.3 us, 1.01x), spread 0.1%, band 1.0% (retest), 98.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 887, 2896, 9, V9::id},
+    //   tokens=8192,d=2048: 47.9 us (S 48.4 us, 1.01x), spread 0.3%, band 1.0% (retest), 99.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 887, 2896, 0, V0::id},
-    //   tokens=1,d=4096: 1.28 us (S 2.05 us, 1.61x), spread 1.0%, band 1.0% (retest), 0.9% of copy
-    //   tokens=2,d=4096: 1.32 us (S 2.07 us, 1.56x), spread 1.0%, band 1.0% (retest), 1.7% of copy
+    //   tokens=1,d=4096: 1.36 us (S 2.10 us, 1.54x), spread 1.8%, band 1.8% (retest), 0.9% of copy
+    //   tokens=2,d=4096: 1.38 us (S 2.14 us, 1.55x), spread 3.3%, band 3.3% (retest), 1.7% of copy
     //   tokens=4,d=4096: not measured; the bracket rule's choice
     //   tokens=7,d=4096: not measured; the bracket rule's choice
-    //   tokens=8,d=4096: 1.37 us (S 2.14 us, 1.56x), spread 0.4%, band 1.0% (retest), 6.7% of copy
+    //   tokens=8,d=4096: 1.43 us (S 2.21 us, 1.55x), spread 1.5%, band 1.5% (retest), 6.5% of copy
     //   tokens=11,d=4096: not measured; the bracket rule's choice
     //   tokens=15,d=4096: not measured; the bracket rule's choice
-    //   tokens=16,d=4096: 1.51 us (S 2.21 us, 1.47x), spread 0.7%, band 1.0% (retest), 12.3% of copy
+    //   tokens=16,d=4096: 1.49 us (S 2.25 us, 1.51x), spread 0.5%, band 1.0% (retest), 12.4% of copy
     //   tokens=22,d=4096: not measured; the bracket rule's choice
     //   tokens=31,d=4096: not measured; the bracket rule's choice
-    //   tokens=32,d=4096: 1.68 us (S 2.35 us, 1.40x), spread 0.6%, band 1.0% (retest), 21.9% of copy
+    //   tokens=32,d=4096: 1.69 us (S 2.39 us, 1.41x), spread 0.5%, band 1.0% (retest), 21.9% of copy
     //   tokens=45,d=4096: not measured; the bracket rule's choice
     //   tokens=63,d=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 63, 2897, 5792, 0, V0::id},
-    //   tokens=64,d=4096: 2.09 us (S 2.75 us, 1.32x), spread 1.3%, band 1.3% (retest), 35.4% of copy
+    //   tokens=64,d=4096: 2.20 us (S 2.84 us, 1.29x), spread 0.3%, band 1.0% (retest), 33.7% of copy
     //   tokens=128,d=4096: not measured; the bracket rule's choice
     //   tokens=255,d=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 2897, 5792, 7, V7::id},
-    //   tokens=256,d=4096: 4.30 us (S 5.07 us, 1.18x), spread 0.3%, band 1.0% (retest), 68.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 2897, 5792, 0, V0::id},
+    //   tokens=256,d=4096: 4.35 us (S 5.12 us, 1.18x), spread 0.8%, band 1.0% (retest), 68.2% of copy
     //   tokens=362,d=4096: not measured; the bracket rule's choice
     //   tokens=511,d=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 2897, 5792, 3, V3::id},
-    //   tokens=512,d=4096: 7.20 us (S 7.90 us, 1.10x), spread 0.2%, band 1.0% (retest), 82.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 2897, 5792, 4, V4::id},
+    //   tokens=512,d=4096: 7.26 us (S 7.96 us, 1.10x), spread 0.2%, band 1.0% (retest), 81.8% of copy
     //   tokens=724,d=4096: not measured; the bracket rule's choice
     //   tokens=1023,d=4096: not measured; the bracket rule's choice
-    //   tokens=1024,d=4096: 13.0 us (S 13.7 us, 1.05x), spread 0.3%, band 1.0% (retest), 90.8% of copy
+    //   tokens=1024,d=4096: 13.0 us (S 13.7 us, 1.05x), spread 0.2%, band 1.0% (retest), 91.2% of copy
     //   tokens=1448,d=4096: not measured; the bracket rule's choice
     //   tokens=2047,d=4096: not measured; the bracket rule's choice
-    //   tokens=2048,d=4096: 24.6 us (S 25.2 us, 1.03x), spread 0.1%, band 1.0% (retest), 96.1% of copy
+    //   tokens=2048,d=4096: 24.6 us (S 25.3 us, 1.03x), spread 0.1%, band 1.0% (retest), 96.6% of copy
     //   tokens=4096,d=4096: not measured; the bracket rule's choice
     //   tokens=8191,d=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 2897, 5792, 7, V7::id},
-    //   tokens=8192,d=4096: 94.0 us (S 94.2 us, 1.00x), spread 0.3%, band 1.0% (retest), 100.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 2897, 5792, 8, V8::id},
+    //   tokens=8192,d=4096: 93.8 us (S 94.0 us, 1.00x), spread 0.2%, band 1.0% (retest), 101.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 2897, 5792, 0, V0::id},
-    //   tokens=1,d=8192: 1.33 us (S 2.81 us, 2.12x), spread 1.3%, band 1.3% (retest), 1.7% of copy
-    //   tokens=2,d=8192: 1.36 us (S 2.83 us, 2.08x), spread 1.3%, band 1.3% (retest), 3.4% of copy
+    //   tokens=1,d=8192: 1.38 us (S 2.86 us, 2.07x), spread 1.6%, band 1.6% (retest), 1.7% of copy
+    //   tokens=2,d=8192: 1.40 us (S 2.93 us, 2.09x), spread 0.7%, band 1.0% (retest), 3.3% of copy
     //   tokens=4,d=8192: not measured; the bracket rule's choice
     //   tokens=7,d=8192: not measured; the bracket rule's choice
-    //   tokens=8,d=8192: 1.50 us (S 2.94 us, 1.96x), spread 0.6%, band 1.0% (retest), 12.3% of copy
+    //   tokens=8,d=8192: 1.49 us (S 3.01 us, 2.02x), spread 0.7%, band 1.0% (retest), 12.4% of copy
     //   tokens=11,d=8192: not measured; the bracket rule's choice
     //   tokens=15,d=8192: not measured; the bracket rule's choice
-    //   tokens=16,d=8192: 1.68 us (S 3.05 us, 1.81x), spread 0.4%, band 1.0% (retest), 22.0% of copy
+    //   tokens=16,d=8192: 1.69 us (S 3.12 us, 1.84x), spread 0.5%, band 1.0% (retest), 21.9% of copy
     //   tokens=22,d=8192: not measured; the bracket rule's choice
     //   tokens=31,d=8192: not measured; the bracket rule's choice
-    //   tokens=32,d=8192: 2.14 us (S 3.29 us, 1.54x), spread 0.3%, band 1.0% (retest), 34.6% of copy
+    //   tokens=32,d=8192: 2.20 us (S 3.39 us, 1.54x), spread 0.4%, band 1.0% (retest), 33.7% of copy
     //   tokens=45,d=8192: not measured; the bracket rule's choice
     //   tokens=63,d=8192: not measured; the bracket rule's choice
-    //   tokens=64,d=8192: 2.98 us (S 3.82 us, 1.28x), spread 0.6%, band 1.0% (retest), 49.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 64, 5793, 10836, 0, V0::id},
+    //   tokens=64,d=8192: 3.02 us (S 3.92 us, 1.30x), spread 0.5%, band 1.0% (retest), 49.2% of copy
     //   tokens=128,d=8192: not measured; the bracket rule's choice
     //   tokens=255,d=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 5793, 10836, 9, V9::id},
-    //   tokens=256,d=8192: 7.37 us (S 8.08 us, 1.10x), spread 0.4%, band 1.0% (retest), 80.2% of copy
+    //   tokens=256,d=8192: 7.49 us (S 8.14 us, 1.09x), spread 0.2%, band 1.0% (retest), 79.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 5793, 10836, 0, V0::id},
     //   tokens=362,d=8192: not measured; the bracket rule's choice
     //   tokens=511,d=8192: not measured; the bracket rule's choice
-    //   tokens=512,d=8192: 13.2 us (S 13.9 us, 1.05x), spread 0.3%, band 1.0% (retest), 89.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 512, 5793, 10836, 7, V7::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 5793, 10836, 8, V8::id},
+    //   tokens=512,d=8192: 13.3 us (S 13.9 us, 1.05x), spread 0.4%, band 1.0% (retest), 89.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 512, 5793, 10836, 0, V0::id},
     //   tokens=724,d=8192: not measured; the bracket rule's choice
     //   tokens=1023,d=8192: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 1023, 5793, 10836, 10, V10::id},
-    //   tokens=1024,d=8192: 25.0 us (S 25.6 us, 1.03x), spread 0.1%, band 1.0% (retest), 94.7% of copy
+    //   tokens=1024,d=8192: 24.9 us (S 25.6 us, 1.03x), spread 0.3%, band 1.0% (retest), 95.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 1024, 5793, 10836, 0, V0::id},
     //   tokens=1448,d=8192: not measured; the bracket rule's choice
     //   tokens=2047,d=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 5793, 10836, 11, V11::id},
-    //   tokens=2048,d=8192: 47.8 us (S 48.6 us, 1.02x), spread 0.3%, band 1.0% (retest), 98.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 5793, 10836, 10, V10::id},
+    //   tokens=2048,d=8192: 47.8 us (S 48.5 us, 1.02x), spread 0.1%, band 1.0% (retest), 99.3% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 5793, 10836, 0, V0::id},
     //   tokens=4096,d=8192: not measured; the bracket rule's choice
     //   tokens=8191,d=8192: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 8191, 5793, 10836, 10, V10::id},
-    //   tokens=8192,d=8192: 186 us (S 187 us, 1.00x), spread 0.3%, band 1.0% (retest), 101.6% of copy
+    //   tokens=8192,d=8192: 185 us (S 186 us, 1.00x), spread 0.2%, band 1.0% (retest), 102.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 5793, 10836, 0, V0::id},
-    //   tokens=1,d=14336: 1.36 us (S 4.02 us, 2.95x), spread 0.5%, band 1.0% (retest), 3.0% of copy
-    //   tokens=2,d=14336: 1.38 us (S 4.13 us, 2.99x), spread 1.6%, band 1.6% (retest), 5.9% of copy
+    //   tokens=1,d=14336: 1.42 us (S 4.08 us, 2.88x), spread 2.6%, band 2.6% (retest), 2.9% of copy
+    //   tokens=2,d=14336: 1.42 us (S 4.19 us, 2.95x), spread 3.0%, band 3.0% (retest), 5.7% of copy
     //   tokens=4,d=14336: not measured; the bracket rule's choice
     //   tokens=7,d=14336: not measured; the bracket rule's choice
-    //   tokens=8,d=14336: 1.64 us (S 4.32 us, 2.64x), spread 0.2%, band 1.0% (retest), 19.8% of copy
+    //   tokens=8,d=14336: 1.64 us (S 4.39 us, 2.68x), spread 0.4%, band 1.0% (retest), 19.8% of copy
     //   tokens=11,d=14336: not measured; the bracket rule's choice
     //   tokens=15,d=14336: not measured; the bracket rule's choice
-    //   tokens=16,d=14336: 2.05 us (S 4.52 us, 2.20x), spread 0.2%, band 1.0% (retest), 31.5% of copy
+    //   tokens=16,d=14336: 2.03 us (S 4.58 us, 2.26x), spread 0.2%, band 1.0% (retest), 32.0% of copy
     //   tokens=22,d=14336: not measured; the bracket rule's choice
     //   tokens=31,d=14336: not measured; the bracket rule's choice
-    //   tokens=32,d=14336: 2.76 us (S 4.82 us, 1.74x), spread 0.2%, band 1.0% (retest), 46.8% of copy
+    //   tokens=32,d=14336: 2.80 us (S 4.93 us, 1.76x), spread 0.8%, band 1.0% (retest), 46.4% of copy
     //   tokens=45,d=14336: not measured; the bracket rule's choice
     //   tokens=63,d=14336: not measured; the bracket rule's choice
-    //   tokens=64,d=14336: 4.13 us (S 5.66 us, 1.37x), spread 0.3%, band 1.0% (retest), 62.5% of copy
+    //   tokens=64,d=14336: 4.17 us (S 5.76 us, 1.38x), spread 0.5%, band 1.0% (retest), 62.2% of copy
     //   tokens=128,d=14336: not measured; the bracket rule's choice
     //   tokens=255,d=14336: not measured; the bracket rule's choice
-    //   tokens=256,d=14336: 11.9 us (S 12.8 us, 1.08x), spread 0.2%, band 1.0% (retest), 87.2% of copy
+    //   tokens=256,d=14336: 11.9 us (S 12.8 us, 1.08x), spread 0.6%, band 1.0% (retest), 87.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 256, 10837, 16479, 0, V0::id},
     //   tokens=362,d=14336: not measured; the bracket rule's choice
     //   tokens=511,d=14336: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 511, 10837, 16479, 10, V10::id},
-    //   tokens=512,d=14336: 22.0 us (S 23.2 us, 1.05x), spread 0.2%, band 1.0% (retest), 93.9% of copy
+    //   tokens=512,d=14336: 22.0 us (S 23.3 us, 1.06x), spread 0.4%, band 1.0% (retest), 94.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 512, 10837, 16479, 0, V0::id},
     //   tokens=724,d=14336: not measured; the bracket rule's choice
     //   tokens=1023,d=14336: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 1023, 10837, 16479, 10, V10::id},
-    //   tokens=1024,d=14336: 42.2 us (S 43.7 us, 1.04x), spread 0.1%, band 1.0% (retest), 98.1% of copy
+    //   tokens=1024,d=14336: 42.0 us (S 43.5 us, 1.04x), spread 0.1%, band 1.0% (retest), 98.8% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 1024, 10837, 16479, 0, V0::id},
     //   tokens=1448,d=14336: not measured; the bracket rule's choice
     //   tokens=2047,d=14336: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 2047, 10837, 16479, 11, V11::id},
-    //   tokens=2048,d=14336: 82.2 us (S 84.2 us, 1.02x), spread 0.2%, band 1.0% (retest), 100.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 2047, 10837, 16479, 10, V10::id},
+    //   tokens=2048,d=14336: 82.1 us (S 83.8 us, 1.02x), spread 0.1%, band 1.0% (retest), 101.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 10837, 16479, 0, V0::id},
     //   tokens=4096,d=14336: not measured; the bracket rule's choice
     //   tokens=8191,d=14336: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 8191, 10837, 16479, 11, V11::id},
-    //   tokens=8192,d=14336: 323 us (S 326 us, 1.01x), spread 0.1%, band 1.0% (retest), 102.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 8191, 10837, 16479, 10, V10::id},
+    //   tokens=8192,d=14336: 322 us (S 324 us, 1.01x), spread 0.2%, band 1.0% (retest), 103.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 10837, 16479, 0, V0::id},
     //   tokens=1,d=18944: 1.42 us (S 4.81 us, 3.39x), spread 0.7%, band 1.0% (retest), 3.8% of copy
     //   tokens=2,d=18944: 1.43 us (S 4.92 us, 3.44x), spread 0.3%, band 1.0% (retest), 7.5% of copy
@@ -316,7 +313,7 @@ inline constexpr ktune::TunedEntry entries[] = {
     {90, "NVIDIA H200", ktune::DType::f32, 64, 16480, 23305, 0, V0::id},
     //   tokens=128,d=18944: not measured; the bracket rule's choice
     //   tokens=255,d=18944: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 16480, 23305, 9, V9::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 16480, 23305, 11, V11::id},
     //   tokens=256,d=18944: 15.0 us (S 16.3 us, 1.09x), spread 0.7%, band 1.0% (retest), 91.8% of copy
     //   tokens=362,d=18944: not measured; the bracket rule's choice
     //   tokens=511,d=18944: not measured; the bracket rule's choice
@@ -336,198 +333,198 @@ inline constexpr ktune::TunedEntry entries[] = {
     {90, "NVIDIA H200", ktune::DType::f32, 8191, 16480, 23305, 10, V10::id},
     //   tokens=8192,d=18944: 424 us (S 431 us, 1.02x), spread 0.1%, band 1.0% (retest), 103.8% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 16480, 23305, 0, V0::id},
-    //   tokens=1,d=28672: 1.38 us (S 5.76 us, 4.16x), spread 1.2%, band 1.2% (retest), 5.8% of copy
-    //   tokens=2,d=28672: 1.47 us (S 5.87 us, 3.99x), spread 0.9%, band 1.0% (retest), 11.0% of copy
+    //   tokens=1,d=28672: 1.42 us (S 5.91 us, 4.16x), spread 3.2%, band 3.2% (retest), 5.7% of copy
+    //   tokens=2,d=28672: 1.48 us (S 5.99 us, 4.05x), spread 1.4%, band 1.4% (retest), 11.0% of copy
     //   tokens=4,d=28672: not measured; the bracket rule's choice
     //   tokens=7,d=28672: not measured; the bracket rule's choice
-    //   tokens=8,d=28672: 2.06 us (S 6.15 us, 2.98x), spread 0.3%, band 1.0% (retest), 31.3% of copy
+    //   tokens=8,d=28672: 2.02 us (S 6.25 us, 3.09x), spread 0.3%, band 1.0% (retest), 32.1% of copy
     //   tokens=11,d=28672: not measured; the bracket rule's choice
     //   tokens=15,d=28672: not measured; the bracket rule's choice
-    //   tokens=16,d=28672: 2.76 us (S 6.42 us, 2.33x), spread 0.5%, band 1.0% (retest), 46.9% of copy
+    //   tokens=16,d=28672: 2.79 us (S 6.61 us, 2.36x), spread 0.7%, band 1.0% (retest), 46.4% of copy
     //   tokens=22,d=28672: not measured; the bracket rule's choice
     //   tokens=31,d=28672: not measured; the bracket rule's choice
-    //   tokens=32,d=28672: 4.14 us (S 7.00 us, 1.69x), spread 0.3%, band 1.0% (retest), 62.5% of copy
+    //   tokens=32,d=28672: 4.16 us (S 7.21 us, 1.73x), spread 0.5%, band 1.0% (retest), 62.4% of copy
     //   tokens=45,d=28672: not measured; the bracket rule's choice
     //   tokens=63,d=28672: not measured; the bracket rule's choice
-    //   tokens=64,d=28672: 6.65 us (S 8.66 us, 1.30x), spread 0.3%, band 1.0% (retest), 77.8% of copy
+    //   tokens=64,d=28672: 6.67 us (S 8.82 us, 1.32x), spread 0.3%, band 1.0% (retest), 77.8% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 64, 23306, INT64_MAX, 0, V0::id},
     //   tokens=128,d=28672: not measured; the bracket rule's choice
     //   tokens=255,d=28672: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 255, 23306, INT64_MAX, 9, V9::id},
-    //   tokens=256,d=28672: 21.8 us (S 23.5 us, 1.08x), spread 0.1%, band 1.0% (retest), 94.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 256, 23306, INT64_MAX, 10, V10::id},
+    {90, "NVIDIA H200", ktune::DType::f32, 255, 23306, INT64_MAX, 11, V11::id},
+    //   tokens=256,d=28672: 22.0 us (S 23.4 us, 1.06x), spread 0.2%, band 1.0% (retest), 94.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 256, 23306, INT64_MAX, 0, V0::id},
     //   tokens=362,d=28672: not measured; the bracket rule's choice
     //   tokens=511,d=28672: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 511, 23306, INT64_MAX, 11, V11::id},
-    //   tokens=512,d=28672: 42.2 us (S 44.2 us, 1.05x), spread 0.3%, band 1.0% (retest), 98.1% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 511, 23306, INT64_MAX, 10, V10::id},
+    //   tokens=512,d=28672: 42.0 us (S 44.0 us, 1.05x), spread 0.2%, band 1.0% (retest), 98.8% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 512, 23306, INT64_MAX, 0, V0::id},
     //   tokens=724,d=28672: not measured; the bracket rule's choice
     //   tokens=1023,d=28672: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 1023, 23306, INT64_MAX, 10, V10::id},
-    //   tokens=1024,d=28672: 82.3 us (S 85.5 us, 1.04x), spread 0.3%, band 1.0% (retest), 100.5% of copy
+    //   tokens=1024,d=28672: 82.1 us (S 85.1 us, 1.04x), spread 0.2%, band 1.0% (retest), 101.1% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 1024, 23306, INT64_MAX, 0, V0::id},
     //   tokens=1448,d=28672: not measured; the bracket rule's choice
     //   tokens=2047,d=28672: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 2047, 23306, INT64_MAX, 10, V10::id},
-    //   tokens=2048,d=28672: 163 us (S 168 us, 1.03x), spread 0.2%, band 1.0% (retest), 101.5% of copy
+    //   tokens=2048,d=28672: 163 us (S 167 us, 1.03x), spread 0.1%, band 1.0% (retest), 102.2% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 2048, 23306, INT64_MAX, 0, V0::id},
     //   tokens=4096,d=28672: not measured; the bracket rule's choice
     //   tokens=8191,d=28672: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 8191, 23306, INT64_MAX, 10, V10::id},
-    //   tokens=8192,d=28672: 643 us (S 660 us, 1.03x), spread 0.1%, band 1.0% (retest), 102.9% of copy
+    //   tokens=8192,d=28672: 641 us (S 655 us, 1.02x), spread 0.1%, band 1.0% (retest), 103.7% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 23306, INT64_MAX, 0, V0::id},
     // NVIDIA H200 (sm_90), fp16
-    //   tokens=1,d=384: 1.04 us (S 1.69 us, 1.62x), spread 0.8%, band 1.0% (retest), 0.1% of copy
-    //   tokens=2,d=384: 1.07 us (S 1.77 us, 1.66x), spread 0.6%, band 1.0% (retest), 0.1% of copy
+    //   tokens=1,d=384: 1.10 us (S 1.74 us, 1.59x), spread 1.9%, band 1.9% (retest), 0.0% of copy
+    //   tokens=2,d=384: 1.12 us (S 1.83 us, 1.64x), spread 1.4%, band 1.4% (retest), 0.1% of copy
     //   tokens=4,d=384: not measured; the bracket rule's choice
     //   tokens=7,d=384: not measured; the bracket rule's choice
-    //   tokens=8,d=384: 1.15 us (S 1.87 us, 1.63x), spread 0.5%, band 1.0% (retest), 0.4% of copy
+    //   tokens=8,d=384: 1.20 us (S 1.91 us, 1.59x), spread 1.4%, band 1.4% (retest), 0.4% of copy
     //   tokens=11,d=384: not measured; the bracket rule's choice
     //   tokens=15,d=384: not measured; the bracket rule's choice
-    //   tokens=16,d=384: 1.19 us (S 1.85 us, 1.55x), spread 1.2%, band 1.2% (retest), 0.7% of copy
+    //   tokens=16,d=384: 1.25 us (S 1.93 us, 1.54x), spread 0.7%, band 1.0% (retest), 0.7% of copy
     //   tokens=22,d=384: not measured; the bracket rule's choice
     //   tokens=31,d=384: not measured; the bracket rule's choice
-    //   tokens=32,d=384: 1.25 us (S 1.91 us, 1.53x), spread 1.2%, band 1.2% (retest), 1.4% of copy
+    //   tokens=32,d=384: 1.31 us (S 1.95 us, 1.49x), spread 3.1%, band 3.1% (retest), 1.3% of copy
     //   tokens=45,d=384: not measured; the bracket rule's choice
     //   tokens=63,d=384: not measured; the bracket rule's choice
-    //   tokens=64,d=384: 1.27 us (S 1.93 us, 1.52x), spread 0.9%, band 1.0% (retest), 2.7% of copy
+    //   tokens=64,d=384: 1.34 us (S 1.98 us, 1.48x), spread 3.4%, band 3.4% (retest), 2.6% of copy
     //   tokens=128,d=384: not measured; the bracket rule's choice
     //   tokens=255,d=384: not measured; the bracket rule's choice
-    //   tokens=256,d=384: 1.37 us (S 2.08 us, 1.51x), spread 1.2%, band 1.2% (retest), 10.1% of copy
+    //   tokens=256,d=384: 1.40 us (S 2.13 us, 1.52x), spread 1.2%, band 1.2% (retest), 9.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 0, 886, 12, V12::id},
     //   tokens=362,d=384: not measured; the bracket rule's choice
     //   tokens=511,d=384: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 511, 0, 886, 13, V13::id},
-    //   tokens=512,d=384: 1.51 us (S 2.24 us, 1.49x), spread 0.3%, band 1.0% (retest), 18.3% of copy
+    //   tokens=512,d=384: 1.51 us (S 2.25 us, 1.49x), spread 0.3%, band 1.0% (retest), 18.4% of copy
     //   tokens=724,d=384: not measured; the bracket rule's choice
     //   tokens=1023,d=384: not measured; the bracket rule's choice
-    //   tokens=1024,d=384: 1.87 us (S 2.84 us, 1.52x), spread 0.2%, band 1.0% (retest), 29.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 0, 886, 14, V14::id},
+    //   tokens=1024,d=384: 1.84 us (S 2.90 us, 1.58x), spread 0.5%, band 1.0% (retest), 30.2% of copy
     //   tokens=1448,d=384: not measured; the bracket rule's choice
     //   tokens=2047,d=384: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 0, 886, 15, V15::id},
-    //   tokens=2048,d=384: 2.49 us (S 4.12 us, 1.65x), spread 0.2%, band 1.0% (retest), 44.5% of copy
+    //   tokens=2048,d=384: 2.50 us (S 4.16 us, 1.66x), spread 0.7%, band 1.0% (retest), 44.4% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 0, 886, 14, V14::id},
     //   tokens=4096,d=384: not measured; the bracket rule's choice
     //   tokens=8191,d=384: not measured; the bracket rule's choice
-    //   tokens=8192,d=384: 5.76 us (S 11.5 us, 2.00x), spread 0.4%, band 1.0% (retest), 76.9% of copy
+    //   tokens=8192,d=384: 5.82 us (S 11.7 us, 2.00x), spread 0.5%, band 1.0% (retest), 76.4% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 886, 15, V15::id},
-    //   tokens=1,d=2048: 1.20 us (S 1.83 us, 1.53x), spread 0.8%, band 1.0% (retest), 0.2% of copy
-    //   tokens=2,d=2048: 1.23 us (S 1.88 us, 1.53x), spread 0.5%, band 1.0% (retest), 0.5% of copy
+    //   tokens=1,d=2048: 1.24 us (S 1.88 us, 1.52x), spread 1.8%, band 1.8% (retest), 0.2% of copy
+    //   tokens=2,d=2048: 1.27 us (S 1.92 us, 1.51x), spread 1.9%, band 1.9% (retest), 0.5% of copy
     //   tokens=4,d=2048: not measured; the bracket rule's choice
     //   tokens=7,d=2048: not measured; the bracket rule's choice
-    //   tokens=8,d=2048: 1.28 us (S 1.91 us, 1.49x), spread 1.1%, band 1.1% (retest), 1.8% of copy
+    //   tokens=8,d=2048: 1.34 us (S 1.98 us, 1.47x), spread 1.1%, band 1.1% (retest), 1.7% of copy
     //   tokens=11,d=2048: not measured; the bracket rule's choice
     //   tokens=15,d=2048: not measured; the bracket rule's choice
-    //   tokens=16,d=2048: 1.34 us (S 1.93 us, 1.44x), spread 1.1%, band 1.1% (retest), 3.4% of copy
+    //   tokens=16,d=2048: 1.39 us (S 2.01 us, 1.45x), spread 3.4%, band 3.4% (retest), 3.3% of copy
     //   tokens=22,d=2048: not measured; the bracket rule's choice
     //   tokens=31,d=2048: not measured; the bracket rule's choice
-    //   tokens=32,d=2048: 1.38 us (S 1.96 us, 1.43x), spread 0.8%, band 1.0% (retest), 6.7% of copy
+    //   tokens=32,d=2048: 1.43 us (S 2.04 us, 1.43x), spread 1.9%, band 1.9% (retest), 6.5% of copy
     //   tokens=45,d=2048: not measured; the bracket rule's choice
     //   tokens=63,d=2048: not measured; the bracket rule's choice
-    //   tokens=64,d=2048: 1.47 us (S 2.08 us, 1.41x), spread 0.6%, band 1.0% (retest), 12.6% of copy
+    //   tokens=64,d=2048: 1.48 us (S 2.08 us, 1.40x), spread 1.2%, band 1.2% (retest), 12.5% of copy
     //   tokens=128,d=2048: not measured; the bracket rule's choice
     //   tokens=255,d=2048: not measured; the bracket rule's choice
-    //   tokens=256,d=2048: 2.05 us (S 2.75 us, 1.35x), spread 0.3%, band 1.0% (retest), 36.1% of copy
+    //   tokens=256,d=2048: 2.11 us (S 2.83 us, 1.34x), spread 0.6%, band 1.0% (retest), 35.1% of copy
     //   tokens=362,d=2048: not measured; the bracket rule's choice
     //   tokens=511,d=2048: not measured; the bracket rule's choice
-    //   tokens=512,d=2048: 2.85 us (S 3.58 us, 1.26x), spread 0.2%, band 1.0% (retest), 51.8% of copy
+    //   tokens=512,d=2048: 2.89 us (S 3.61 us, 1.25x), spread 1.3%, band 1.0% (retest), 51.3% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 512, 887, 2896, 16, V16::id},
     //   tokens=724,d=2048: not measured; the bracket rule's choice
     //   tokens=1023,d=2048: not measured; the bracket rule's choice
-    //   tokens=1024,d=2048: 4.32 us (S 5.04 us, 1.17x), spread 0.3%, band 1.0% (retest), 68.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1023, 887, 2896, 13, V13::id},
+    //   tokens=1024,d=2048: 4.36 us (S 5.12 us, 1.17x), spread 1.2%, band 1.2% (retest), 68.0% of copy
     //   tokens=1448,d=2048: not measured; the bracket rule's choice
     //   tokens=2047,d=2048: not measured; the bracket rule's choice
-    //   tokens=2048,d=2048: 7.19 us (S 7.85 us, 1.09x), spread 0.1%, band 1.0% (retest), 82.2% of copy
+    //   tokens=2048,d=2048: 7.24 us (S 7.94 us, 1.10x), spread 0.0%, band 1.0% (retest), 81.9% of copy
     //   tokens=4096,d=2048: not measured; the bracket rule's choice
     //   tokens=8191,d=2048: not measured; the bracket rule's choice
-    //   tokens=8192,d=2048: 24.6 us (S 25.1 us, 1.02x), spread 0.3%, band 1.0% (retest), 96.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 887, 2896, 16, V16::id},
-    //   tokens=1,d=4096: 1.29 us (S 1.95 us, 1.52x), spread 0.7%, band 1.0% (retest), 0.4% of copy
-    //   tokens=2,d=4096: 1.34 us (S 1.97 us, 1.48x), spread 0.4%, band 1.0% (retest), 0.9% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 887, 2896, 16, V16::id},
+    //   tokens=8192,d=2048: 24.9 us (S 25.0 us, 1.01x), spread 0.3%, band 1.0% (retest), 95.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 887, 2896, 1, V1::id},
+    //   tokens=1,d=4096: 1.34 us (S 2.02 us, 1.51x), spread 1.2%, band 1.2% (retest), 0.4% of copy
+    //   tokens=2,d=4096: 1.39 us (S 2.05 us, 1.48x), spread 2.5%, band 2.5% (retest), 0.8% of copy
     //   tokens=4,d=4096: not measured; the bracket rule's choice
     //   tokens=7,d=4096: not measured; the bracket rule's choice
-    //   tokens=8,d=4096: 1.44 us (S 2.04 us, 1.41x), spread 0.4%, band 1.0% (retest), 3.2% of copy
+    //   tokens=8,d=4096: 1.49 us (S 2.11 us, 1.42x), spread 1.9%, band 1.9% (retest), 3.1% of copy
     //   tokens=11,d=4096: not measured; the bracket rule's choice
     //   tokens=15,d=4096: not measured; the bracket rule's choice
-    //   tokens=16,d=4096: 1.42 us (S 2.07 us, 1.45x), spread 0.8%, band 1.0% (retest), 6.5% of copy
+    //   tokens=16,d=4096: 1.48 us (S 2.14 us, 1.44x), spread 0.7%, band 1.0% (retest), 6.3% of copy
     //   tokens=22,d=4096: not measured; the bracket rule's choice
     //   tokens=31,d=4096: not measured; the bracket rule's choice
-    //   tokens=32,d=4096: 1.56 us (S 2.17 us, 1.39x), spread 0.3%, band 1.0% (retest), 11.9% of copy
+    //   tokens=32,d=4096: 1.56 us (S 2.19 us, 1.41x), spread 0.6%, band 1.0% (retest), 11.9% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 32, 2897, 5792, 1, V1::id},
     //   tokens=45,d=4096: not measured; the bracket rule's choice
     //   tokens=63,d=4096: not measured; the bracket rule's choice
-    //   tokens=64,d=4096: 1.70 us (S 2.34 us, 1.37x), spread 0.4%, band 1.0% (retest), 21.7% of copy
+    //   tokens=64,d=4096: 1.73 us (S 2.36 us, 1.37x), spread 0.7%, band 1.0% (retest), 21.5% of copy
     //   tokens=128,d=4096: not measured; the bracket rule's choice
     //   tokens=255,d=4096: not measured; the bracket rule's choice
-    //   tokens=256,d=4096: 2.87 us (S 3.61 us, 1.26x), spread 0.2%, band 1.0% (retest), 51.5% of copy
+    //   tokens=256,d=4096: 2.92 us (S 3.63 us, 1.24x), spread 0.7%, band 1.0% (retest), 50.8% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 256, 2897, 5792, 17, V17::id},
     //   tokens=362,d=4096: not measured; the bracket rule's choice
     //   tokens=511,d=4096: not measured; the bracket rule's choice
-    //   tokens=512,d=4096: 4.35 us (S 5.09 us, 1.17x), spread 0.4%, band 1.0% (retest), 67.9% of copy
+    //   tokens=512,d=4096: 4.39 us (S 5.11 us, 1.16x), spread 0.6%, band 1.0% (retest), 67.5% of copy
     //   tokens=724,d=4096: not measured; the bracket rule's choice
     //   tokens=1023,d=4096: not measured; the bracket rule's choice
-    //   tokens=1024,d=4096: 7.26 us (S 7.97 us, 1.10x), spread 0.3%, band 1.0% (retest), 81.5% of copy
+    //   tokens=1024,d=4096: 7.31 us (S 8.02 us, 1.10x), spread 0.3%, band 1.0% (retest), 81.2% of copy
     //   tokens=1448,d=4096: not measured; the bracket rule's choice
     //   tokens=2047,d=4096: not measured; the bracket rule's choice
-    //   tokens=2048,d=4096: 13.1 us (S 13.8 us, 1.05x), spread 0.2%, band 1.0% (retest), 90.3% of copy
+    //   tokens=2048,d=4096: 13.1 us (S 13.8 us, 1.06x), spread 0.4%, band 1.0% (retest), 90.6% of copy
     {90, "NVIDIA H200", ktune::DType::f16, 2048, 2897, 5792, 16, V16::id},
     //   tokens=4096,d=4096: not measured; the bracket rule's choice
     //   tokens=8191,d=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 8191, 2897, 5792, 18, V18::id},
-    //   tokens=8192,d=4096: 47.8 us (S 48.4 us, 1.01x), spread 0.2%, band 1.0% (retest), 98.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 2897, 5792, 1, V1::id},
-    //   tokens=1,d=8192: 1.34 us (S 2.31 us, 1.72x), spread 1.8%, band 1.8% (retest), 0.9% of copy
-    //   tokens=2,d=8192: 1.38 us (S 2.33 us, 1.69x), spread 0.4%, band 1.0% (retest), 1.7% of copy
+    //   tokens=8192,d=4096: 47.8 us (S 48.7 us, 1.02x), spread 0.1%, band 1.0% (retest), 99.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 2897, 5792, 16, V16::id},
+    //   tokens=1,d=8192: 1.39 us (S 2.37 us, 1.71x), spread 1.3%, band 1.3% (retest), 0.8% of copy
+    //   tokens=2,d=8192: 1.44 us (S 2.41 us, 1.68x), spread 3.0%, band 3.0% (retest), 1.6% of copy
     //   tokens=4,d=8192: not measured; the bracket rule's choice
     //   tokens=7,d=8192: not measured; the bracket rule's choice
-    //   tokens=8,d=8192: 1.44 us (S 2.40 us, 1.67x), spread 0.9%, band 1.0% (retest), 6.4% of copy
+    //   tokens=8,d=8192: 1.49 us (S 2.47 us, 1.66x), spread 1.0%, band 1.0% (retest), 6.2% of copy
     //   tokens=11,d=8192: not measured; the bracket rule's choice
     //   tokens=15,d=8192: not measured; the bracket rule's choice
-    //   tokens=16,d=8192: 1.56 us (S 2.46 us, 1.57x), spread 0.8%, band 1.0% (retest), 11.8% of copy
+    //   tokens=16,d=8192: 1.56 us (S 2.52 us, 1.62x), spread 0.9%, band 1.0% (retest), 11.9% of copy
     //   tokens=22,d=8192: not measured; the bracket rule's choice
     //   tokens=31,d=8192: not measured; the bracket rule's choice
-    //   tokens=32,d=8192: 1.74 us (S 2.57 us, 1.48x), spread 0.7%, band 1.0% (retest), 21.2% of copy
+    //   tokens=32,d=8192: 1.77 us (S 2.62 us, 1.48x), spread 0.4%, band 1.0% (retest), 21.0% of copy
     //   tokens=45,d=8192: not measured; the bracket rule's choice
     //   tokens=63,d=8192: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 63, 5793, 10836, 1, V1::id},
-    //   tokens=64,d=8192: 2.17 us (S 2.87 us, 1.32x), spread 0.1%, band 1.0% (retest), 34.1% of copy
+    //   tokens=64,d=8192: 2.21 us (S 2.91 us, 1.32x), spread 1.0%, band 1.0% (retest), 33.6% of copy
     //   tokens=128,d=8192: not measured; the bracket rule's choice
     //   tokens=255,d=8192: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f16, 255, 5793, 10836, 17, V17::id},
-    //   tokens=256,d=8192: 4.36 us (S 5.75 us, 1.32x), spread 0.5%, band 1.0% (retest), 67.8% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 256, 5793, 10836, 16, V16::id},
+    //   tokens=256,d=8192: 4.41 us (S 5.83 us, 1.32x), spread 1.0%, band 1.0% (retest), 67.3% of copy
     //   tokens=362,d=8192: not measured; the bracket rule's choice
     //   tokens=511,d=8192: not measured; the bracket rule's choice
-    //   tokens=512,d=8192: 7.24 us (S 9.38 us, 1.30x), spread 0.2%, band 1.0% (retest), 81.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 511, 5793, 10836, 16, V16::id},
+    //   tokens=512,d=8192: 7.30 us (S 9.50 us, 1.30x), spread 0.2%, band 1.0% (retest), 81.2% of copy
     //   tokens=724,d=8192: not measured; the bracket rule's choice
     //   tokens=1023,d=8192: not measured; the bracket rule's choice
-    //   tokens=1024,d=8192: 13.0 us (S 16.1 us, 1.23x), spread 0.1%, band 1.0% (retest), 90.7% of copy
+    //   tokens=1024,d=8192: 13.0 us (S 16.3 us, 1.25x), spread 0.3%, band 1.0% (retest), 91.0% of copy
     //   tokens=1448,d=8192: not measured; the bracket rule's choice
     //   tokens=2047,d=8192: not measured; the bracket rule's choice
-    //   tokens=2048,d=8192: 24.6 us (S 29.7 us, 1.21x), spread 0.2%, band 1.0% (retest), 96.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 5793, 10836, 17, V17::id},
+    //   tokens=2048,d=8192: 24.6 us (S 30.0 us, 1.22x), spread 0.1%, band 1.0% (retest), 96.6% of copy
     //   tokens=4096,d=8192: not measured; the bracket rule's choice
     //   tokens=8191,d=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 5793, 10836, 19, V19::id},
-    //   tokens=8192,d=8192: 94.0 us (S 110 us, 1.17x), spread 0.3%, band 1.0% (retest), 100.6% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 5793, 10836, 17, V17::id},
+    //   tokens=8192,d=8192: 93.7 us (S 112 us, 1.19x), spread 0.2%, band 1.0% (retest), 101.4% of copy
     {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 5793, 10836, 1, V1::id},
-    //   tokens=1,d=14336: 1.37 us (S 3.88 us, 2.82x), spread 0.8%, band 1.0% (retest), 1.5% of copy
-    //   tokens=2,d=14336: 1.43 us (S 3.92 us, 2.74x), spread 0.5%, band 1.0% (retest), 2.8% of copy
+    //   tokens=1,d=14336: 1.42 us (S 3.98 us, 2.81x), spread 3.1%, band 3.1% (retest), 1.4% of copy
+    //   tokens=2,d=14336: 1.49 us (S 4.00 us, 2.69x), spread 0.8%, band 1.0% (retest), 2.7% of copy
     //   tokens=4,d=14336: not measured; the bracket rule's choice
     //   tokens=7,d=14336: not measured; the bracket rule's choice
-    //   tokens=8,d=14336: 1.53 us (S 4.03 us, 2.64x), spread 0.8%, band 1.0% (retest), 10.6% of copy
+    //   tokens=8,d=14336: 1.55 us (S 4.12 us, 2.66x), spread 0.6%, band 1.0% (retest), 10.5% of copy
     //   tokens=11,d=14336: not measured; the bracket rule's choice
     //   tokens=15,d=14336: not measured; the bracket rule's choice
-    //   tokens=16,d=14336: 1.69 us (S 4.11 us, 2.43x), spread 0.1%, band 1.0% (retest), 19.1% of copy
+    //   tokens=16,d=14336: 1.70 us (S 4.19 us, 2.46x), spread 0.7%, band 1.0% (retest), 19.0% of copy
     //   tokens=22,d=14336: not measured; the bracket rule's choice
     //   tokens=31,d=14336: not measured; the bracket rule's choice
-    //   tokens=32,d=14336: 2.12 us (S 4.31 us, 2.03x), spread 1.5%, band 1.5% (retest), 30.4% of copy
+    //   tokens=32,d=14336: 2.10 us (S 4.34 us, 2.06x), spread 0.6%, band 1.0% (retest), 30.9% of copy
     //   tokens=45,d=14336: not measured; the bracket rule's choice
     //   tokens=63,d=14336: not measured; the bracket rule's choice
-    //   tokens=64,d=14336: 2.91 us (S 4.57 us, 1.57x), spread 0.3%, band 1.0% (retest), 44.5% of copy
+    //   tokens=64,d=14336: 2.93 us (S 4.63 us, 1.58x), spread 0.9%, band 1.0% (retest), 44.2% of copy
     //   tokens=128,d=14336: not measured; the bracket rule's choice
     //   tokens=255,d=14336: not measured; the bracket rule's choice
-    //   tokens=256,d=14336: 6.64 us (S 9.46 us, 1.42x), spread 0.4%, band 1.0% (retest), 77.8% of copy
+    //   tokens=256,d=14336: 6.67 us (S 9.53 us, 1.43x), spread 0.3%, band 1.0% (retest), 77.9% of copy
     //   tokens=1,d=18944: 1.45 us (S 4.01 us, 2.77x), spread 1.4%, band 1.4% (retest), 1.9% of copy
     //   tokens=2,d=18944: 1.47 us (S 4.09 us, 2.78x), spread 0.8%, band 1.0% (retest), 3.6% of copy
     //   tokens=4,d=18944: not measured; the bracket rule's choice
@@ -545,225 +542,214 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=128,d=18944: not measured; the bracket rule's choice
     //   tokens=255,d=18944: not measured; the bracket rule's choice
     //   tokens=256,d=18944: 8.32 us (S 10.7 us, 1.28x), spread 0.3%, band 1.0% (retest), 82.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 256, 10837, 23305, 1, V1::id},
+    //   tokens=1,d=28672: 1.48 us (S 4.98 us, 3.36x), spread 0.0%, band 1.0% (retest), 2.7% of copy
+    //   tokens=2,d=28672: 1.48 us (S 5.05 us, 3.41x), spread 1.0%, band 1.0% (retest), 5.5% of copy
+    //   tokens=4,d=28672: not measured; the bracket rule's choice
+    //   tokens=7,d=28672: not measured; the bracket rule's choice
+    //   tokens=8,d=28672: 1.71 us (S 5.23 us, 3.05x), spread 0.2%, band 1.0% (retest), 18.9% of copy
+    //   tokens=11,d=28672: not measured; the bracket rule's choice
+    //   tokens=15,d=28672: not measured; the bracket rule's choice
+    //   tokens=16,d=28672: 2.12 us (S 5.37 us, 2.54x), spread 0.4%, band 1.0% (retest), 30.7% of copy
+    //   tokens=22,d=28672: not measured; the bracket rule's choice
+    //   tokens=31,d=28672: not measured; the bracket rule's choice
+    //   tokens=32,d=28672: 2.93 us (S 5.65 us, 1.93x), spread 1.0%, band 1.0% (retest), 44.3% of copy
+    //   tokens=45,d=28672: not measured; the bracket rule's choice
+    //   tokens=63,d=28672: not measured; the bracket rule's choice
+    //   tokens=64,d=28672: 4.17 us (S 6.24 us, 1.49x), spread 0.5%, band 1.0% (retest), 62.2% of copy
+    //   tokens=128,d=28672: not measured; the bracket rule's choice
+    //   tokens=255,d=28672: not measured; the bracket rule's choice
+    //   tokens=256,d=28672: 11.9 us (S 14.3 us, 1.21x), spread 0.1%, band 1.0% (retest), 87.5% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 256, 10837, INT64_MAX, 1, V1::id},
     //   tokens=362,d=14336: not measured; the bracket rule's choice
     //   tokens=511,d=14336: not measured; the bracket rule's choice
     //   tokens=362,d=18944: not measured; the bracket rule's choice
     //   tokens=511,d=18944: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 511, 10837, 23305, 20, V20::id},
-    //   tokens=512,d=14336: 11.8 us (S 16.8 us, 1.42x), spread 0.4%, band 1.0% (retest), 87.4% of copy
+    //   tokens=362,d=28672: not measured; the bracket rule's choice
+    //   tokens=511,d=28672: not measured; the bracket rule's choice
+    {90, "NVIDIA H200", ktune::DType::f16, 511, 10837, INT64_MAX, 19, V19::id},
+    //   tokens=512,d=14336: 11.9 us (S 17.0 us, 1.43x), spread 0.1%, band 1.0% (retest), 87.4% of copy
     //   tokens=512,d=18944: 15.1 us (S 19.3 us, 1.27x), spread 0.5%, band 1.0% (retest), 91.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 512, 10837, 23305, 1, V1::id},
+    //   tokens=512,d=28672: 22.0 us (S 26.5 us, 1.20x), spread 0.1%, band 1.0% (retest), 94.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 512, 10837, INT64_MAX, 1, V1::id},
     //   tokens=724,d=14336: not measured; the bracket rule's choice
     //   tokens=1023,d=14336: not measured; the bracket rule's choice
     //   tokens=724,d=18944: not measured; the bracket rule's choice
     //   tokens=1023,d=18944: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 1023, 10837, 23305, 20, V20::id},
-    //   tokens=1024,d=14336: 22.0 us (S 31.2 us, 1.42x), spread 0.3%, band 1.0% (retest), 93.9% of copy
+    //   tokens=724,d=28672: not measured; the bracket rule's choice
+    //   tokens=1023,d=28672: not measured; the bracket rule's choice
+    {90, "NVIDIA H200", ktune::DType::f16, 1023, 10837, INT64_MAX, 19, V19::id},
+    //   tokens=1024,d=14336: 22.0 us (S 31.5 us, 1.43x), spread 0.1%, band 1.0% (retest), 94.4% of copy
     //   tokens=1024,d=18944: 28.4 us (S 36.3 us, 1.28x), spread 0.1%, band 1.0% (retest), 97.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 10837, 23305, 1, V1::id},
+    //   tokens=1024,d=28672: 42.1 us (S 50.5 us, 1.20x), spread 0.3%, band 1.0% (retest), 98.8% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 1024, 10837, INT64_MAX, 1, V1::id},
     //   tokens=1448,d=14336: not measured; the bracket rule's choice
     //   tokens=2047,d=14336: not measured; the bracket rule's choice
     //   tokens=1448,d=18944: not measured; the bracket rule's choice
     //   tokens=2047,d=18944: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 10837, 23305, 20, V20::id},
-    //   tokens=2048,d=14336: 42.1 us (S 58.9 us, 1.40x), spread 0.0%, band 1.0% (retest), 98.2% of copy
+    //   tokens=1448,d=28672: not measured; the bracket rule's choice
+    //   tokens=2047,d=28672: not measured; the bracket rule's choice
+    {90, "NVIDIA H200", ktune::DType::f16, 2047, 10837, INT64_MAX, 19, V19::id},
+    //   tokens=2048,d=14336: 42.1 us (S 59.6 us, 1.42x), spread 0.2%, band 1.0% (retest), 98.7% of copy
     //   tokens=2048,d=18944: 54.9 us (S 70.0 us, 1.27x), spread 0.3%, band 1.0% (retest), 100.3% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 10837, 23305, 1, V1::id},
+    //   tokens=2048,d=28672: 82.1 us (S 97.7 us, 1.19x), spread 0.1%, band 1.0% (retest), 101.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, 2048, 10837, INT64_MAX, 1, V1::id},
     //   tokens=4096,d=14336: not measured; the bracket rule's choice
     //   tokens=8191,d=14336: not measured; the bracket rule's choice
     //   tokens=4096,d=18944: not measured; the bracket rule's choice
     //   tokens=8191,d=18944: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 10837, 23305, 21, V21::id},
-    //   tokens=8192,d=14336: 163 us (S 217 us, 1.34x), spread 0.3%, band 1.0% (retest), 101.6% of copy
-    //   tokens=8192,d=18944: 213 us (S 269 us, 1.26x), spread 0.3%, band 1.0% (retest), 103.1% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 10837, 23305, 1, V1::id},
-    //   tokens=1,d=28672: 1.43 us (S 4.87 us, 3.40x), spread 0.6%, band 1.0% (retest), 2.8% of copy
-    //   tokens=2,d=28672: 1.44 us (S 4.95 us, 3.44x), spread 0.0%, band 1.0% (retest), 5.6% of copy
-    //   tokens=4,d=28672: not measured; the bracket rule's choice
-    //   tokens=7,d=28672: not measured; the bracket rule's choice
-    //   tokens=8,d=28672: 1.70 us (S 5.15 us, 3.03x), spread 0.0%, band 1.0% (retest), 19.1% of copy
-    //   tokens=11,d=28672: not measured; the bracket rule's choice
-    //   tokens=15,d=28672: not measured; the bracket rule's choice
-    //   tokens=16,d=28672: 2.14 us (S 5.31 us, 2.48x), spread 0.7%, band 1.0% (retest), 30.2% of copy
-    //   tokens=22,d=28672: not measured; the bracket rule's choice
-    //   tokens=31,d=28672: not measured; the bracket rule's choice
-    //   tokens=32,d=28672: 2.92 us (S 5.51 us, 1.89x), spread 0.6%, band 1.0% (retest), 44.3% of copy
-    //   tokens=45,d=28672: not measured; the bracket rule's choice
-    //   tokens=63,d=28672: not measured; the bracket rule's choice
-    //   tokens=64,d=28672: 4.15 us (S 6.11 us, 1.47x), spread 0.4%, band 1.0% (retest), 62.4% of copy
-    //   tokens=128,d=28672: not measured; the bracket rule's choice
-    //   tokens=255,d=28672: not measured; the bracket rule's choice
-    //   tokens=256,d=28672: 11.8 us (S 14.3 us, 1.21x), spread 0.4%, band 1.0% (retest), 87.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 256, 23306, INT64_MAX, 1, V1::id},
-    //   tokens=362,d=28672: not measured; the bracket rule's choice
-    //   tokens=511,d=28672: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 511, 23306, INT64_MAX, 20, V20::id},
-    //   tokens=512,d=28672: 22.0 us (S 26.2 us, 1.19x), spread 0.2%, band 1.0% (retest), 93.9% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 512, 23306, INT64_MAX, 1, V1::id},
-    //   tokens=724,d=28672: not measured; the bracket rule's choice
-    //   tokens=1023,d=28672: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 1023, 23306, INT64_MAX, 20, V20::id},
-    //   tokens=1024,d=28672: 42.1 us (S 50.2 us, 1.19x), spread 0.2%, band 1.0% (retest), 98.2% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1024, 23306, INT64_MAX, 1, V1::id},
-    //   tokens=1448,d=28672: not measured; the bracket rule's choice
-    //   tokens=2047,d=28672: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 2047, 23306, INT64_MAX, 21, V21::id},
-    //   tokens=2048,d=28672: 82.3 us (S 96.8 us, 1.18x), spread 0.2%, band 1.0% (retest), 100.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 2048, 23306, INT64_MAX, 1, V1::id},
     //   tokens=4096,d=28672: not measured; the bracket rule's choice
     //   tokens=8191,d=28672: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 8191, 23306, INT64_MAX, 21, V21::id},
-    //   tokens=8192,d=28672: 323 us (S 368 us, 1.14x), spread 0.1%, band 1.0% (retest), 102.5% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 23306, INT64_MAX, 1, V1::id},
+    {90, "NVIDIA H200", ktune::DType::f16, 8191, 10837, INT64_MAX, 20, V20::id},
+    //   tokens=8192,d=14336: 162 us (S 220 us, 1.35x), spread 0.2%, band 1.0% (retest), 102.3% of copy
+    //   tokens=8192,d=18944: 213 us (S 269 us, 1.26x), spread 0.3%, band 1.0% (retest), 103.1% of copy
+    //   tokens=8192,d=28672: 322 us (S 371 us, 1.15x), spread 0.2%, band 1.0% (retest), 103.2% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 10837, INT64_MAX, 1, V1::id},
     // NVIDIA H200 (sm_90), bf16
-    //   tokens=1,d=384: 1.04 us (S 1.69 us, 1.63x), spread 1.9%, band 1.9% (retest), 0.1% of copy
-    //   tokens=2,d=384: 1.08 us (S 1.78 us, 1.66x), spread 0.8%, band 1.0% (retest), 0.1% of copy
+    //   tokens=1,d=384: 1.10 us (S 1.75 us, 1.59x), spread 1.6%, band 1.6% (retest), 0.0% of copy
+    //   tokens=2,d=384: 1.11 us (S 1.78 us, 1.60x), spread 0.8%, band 1.0% (retest), 0.1% of copy
     //   tokens=4,d=384: not measured; the bracket rule's choice
     //   tokens=7,d=384: not measured; the bracket rule's choice
-    //   tokens=8,d=384: 1.15 us (S 1.84 us, 1.61x), spread 0.7%, band 1.0% (retest), 0.4% of copy
+    //   tokens=8,d=384: 1.19 us (S 1.92 us, 1.60x), spread 0.8%, band 1.0% (retest), 0.4% of copy
     //   tokens=11,d=384: not measured; the bracket rule's choice
     //   tokens=15,d=384: not measured; the bracket rule's choice
-    //   tokens=16,d=384: 1.19 us (S 1.86 us, 1.56x), spread 2.0%, band 2.0% (retest), 0.7% of copy
+    //   tokens=16,d=384: 1.25 us (S 1.91 us, 1.52x), spread 1.9%, band 1.9% (retest), 0.7% of copy
     //   tokens=22,d=384: not measured; the bracket rule's choice
     //   tokens=31,d=384: not measured; the bracket rule's choice
-    //   tokens=32,d=384: 1.25 us (S 1.89 us, 1.52x), spread 0.6%, band 1.0% (retest), 1.4% of copy
+    //   tokens=32,d=384: 1.31 us (S 1.97 us, 1.50x), spread 2.7%, band 2.7% (retest), 1.3% of copy
     //   tokens=45,d=384: not measured; the bracket rule's choice
     //   tokens=63,d=384: not measured; the bracket rule's choice
-    //   tokens=64,d=384: 1.27 us (S 1.93 us, 1.51x), spread 0.7%, band 1.0% (retest), 2.7% of copy
+    //   tokens=64,d=384: 1.34 us (S 1.98 us, 1.47x), spread 2.2%, band 2.2% (retest), 2.6% of copy
     //   tokens=128,d=384: not measured; the bracket rule's choice
     //   tokens=255,d=384: not measured; the bracket rule's choice
-    //   tokens=256,d=384: 1.37 us (S 2.09 us, 1.53x), spread 0.5%, band 1.0% (retest), 10.1% of copy
+    //   tokens=256,d=384: 1.41 us (S 2.12 us, 1.51x), spread 1.4%, band 1.0% (retest), 9.9% of copy
     //   tokens=362,d=384: not measured; the bracket rule's choice
     //   tokens=511,d=384: not measured; the bracket rule's choice
-    //   tokens=512,d=384: 1.53 us (S 2.24 us, 1.47x), spread 0.5%, band 1.0% (retest), 18.2% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 0, 886, 22, V22::id},
+    //   tokens=512,d=384: 1.53 us (S 2.27 us, 1.49x), spread 0.6%, band 1.0% (retest), 18.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 512, 0, 886, 21, V21::id},
     //   tokens=724,d=384: not measured; the bracket rule's choice
     //   tokens=1023,d=384: not measured; the bracket rule's choice
-    //   tokens=1024,d=384: 1.87 us (S 2.85 us, 1.53x), spread 0.5%, band 1.0% (retest), 29.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 0, 886, 23, V23::id},
+    //   tokens=1024,d=384: 1.84 us (S 2.90 us, 1.58x), spread 0.5%, band 1.0% (retest), 30.3% of copy
     //   tokens=1448,d=384: not measured; the bracket rule's choice
     //   tokens=2047,d=384: not measured; the bracket rule's choice
-    //   tokens=2048,d=384: 2.46 us (S 4.11 us, 1.67x), spread 0.9%, band 1.0% (retest), 45.1% of copy
+    //   tokens=2048,d=384: 2.51 us (S 4.15 us, 1.66x), spread 0.3%, band 1.0% (retest), 44.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 0, 886, 22, V22::id},
     //   tokens=4096,d=384: not measured; the bracket rule's choice
     //   tokens=8191,d=384: not measured; the bracket rule's choice
-    //   tokens=8192,d=384: 5.77 us (S 11.5 us, 2.00x), spread 0.0%, band 1.0% (retest), 76.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 886, 24, V24::id},
-    //   tokens=1,d=2048: 1.20 us (S 1.83 us, 1.53x), spread 0.6%, band 1.0% (retest), 0.2% of copy
-    //   tokens=2,d=2048: 1.22 us (S 1.87 us, 1.52x), spread 0.3%, band 1.0% (retest), 0.5% of copy
+    //   tokens=8192,d=384: 5.82 us (S 11.7 us, 2.01x), spread 0.2%, band 1.0% (retest), 76.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 886, 23, V23::id},
+    //   tokens=1,d=2048: 1.23 us (S 1.93 us, 1.57x), spread 0.4%, band 1.0% (retest), 0.2% of copy
+    //   tokens=2,d=2048: 1.27 us (S 1.94 us, 1.52x), spread 1.3%, band 1.3% (retest), 0.5% of copy
     //   tokens=4,d=2048: not measured; the bracket rule's choice
     //   tokens=7,d=2048: not measured; the bracket rule's choice
-    //   tokens=8,d=2048: 1.29 us (S 1.92 us, 1.49x), spread 0.4%, band 1.0% (retest), 1.8% of copy
+    //   tokens=8,d=2048: 1.33 us (S 1.99 us, 1.49x), spread 2.8%, band 2.8% (retest), 1.7% of copy
     //   tokens=11,d=2048: not measured; the bracket rule's choice
     //   tokens=15,d=2048: not measured; the bracket rule's choice
-    //   tokens=16,d=2048: 1.33 us (S 1.93 us, 1.45x), spread 0.8%, band 1.0% (retest), 3.5% of copy
+    //   tokens=16,d=2048: 1.38 us (S 2.00 us, 1.45x), spread 2.1%, band 2.1% (retest), 3.4% of copy
     //   tokens=22,d=2048: not measured; the bracket rule's choice
     //   tokens=31,d=2048: not measured; the bracket rule's choice
-    //   tokens=32,d=2048: 1.36 us (S 1.97 us, 1.45x), spread 1.1%, band 1.1% (retest), 6.8% of copy
+    //   tokens=32,d=2048: 1.40 us (S 2.04 us, 1.46x), spread 3.1%, band 3.1% (retest), 6.6% of copy
     //   tokens=45,d=2048: not measured; the bracket rule's choice
     //   tokens=63,d=2048: not measured; the bracket rule's choice
-    //   tokens=64,d=2048: 1.47 us (S 2.09 us, 1.42x), spread 0.6%, band 1.0% (retest), 12.6% of copy
+    //   tokens=64,d=2048: 1.48 us (S 2.09 us, 1.42x), spread 0.5%, band 1.0% (retest), 12.6% of copy
     //   tokens=128,d=2048: not measured; the bracket rule's choice
     //   tokens=255,d=2048: not measured; the bracket rule's choice
-    //   tokens=256,d=2048: 2.05 us (S 2.76 us, 1.35x), spread 0.4%, band 1.0% (retest), 36.1% of copy
+    //   tokens=256,d=2048: 2.11 us (S 2.84 us, 1.35x), spread 0.6%, band 1.0% (retest), 35.1% of copy
     //   tokens=362,d=2048: not measured; the bracket rule's choice
     //   tokens=511,d=2048: not measured; the bracket rule's choice
-    //   tokens=512,d=2048: 2.85 us (S 3.60 us, 1.26x), spread 0.1%, band 1.0% (retest), 51.9% of copy
+    //   tokens=512,d=2048: 2.90 us (S 3.62 us, 1.25x), spread 0.2%, band 1.1% (retest), 51.2% of copy
     //   tokens=724,d=2048: not measured; the bracket rule's choice
     //   tokens=1023,d=2048: not measured; the bracket rule's choice
-    //   tokens=1024,d=2048: 4.31 us (S 5.03 us, 1.17x), spread 0.5%, band 1.0% (retest), 68.5% of copy
+    //   tokens=1024,d=2048: 4.35 us (S 5.09 us, 1.17x), spread 0.5%, band 1.0% (retest), 68.2% of copy
     //   tokens=1448,d=2048: not measured; the bracket rule's choice
     //   tokens=2047,d=2048: not measured; the bracket rule's choice
-    //   tokens=2048,d=2048: 7.18 us (S 7.85 us, 1.09x), spread 0.8%, band 1.0% (retest), 82.3% of copy
+    //   tokens=2048,d=2048: 7.23 us (S 7.95 us, 1.10x), spread 0.4%, band 1.0% (retest), 82.0% of copy
     //   tokens=4096,d=2048: not measured; the bracket rule's choice
     //   tokens=8191,d=2048: not measured; the bracket rule's choice
-    //   tokens=8192,d=2048: 24.5 us (S 25.0 us, 1.02x), spread 0.3%, band 1.0% (retest), 96.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 887, 2896, 25, V25::id},
-    //   tokens=1,d=4096: 1.29 us (S 1.95 us, 1.52x), spread 0.0%, band 1.0% (retest), 0.4% of copy
-    //   tokens=2,d=4096: 1.32 us (S 1.97 us, 1.49x), spread 0.8%, band 1.0% (retest), 0.9% of copy
+    //   tokens=8192,d=2048: 24.5 us (S 25.1 us, 1.02x), spread 0.3%, band 1.0% (retest), 96.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 887, 2896, 24, V24::id},
+    //   tokens=1,d=4096: 1.33 us (S 2.01 us, 1.51x), spread 0.8%, band 1.0% (retest), 0.4% of copy
+    //   tokens=2,d=4096: 1.40 us (S 2.06 us, 1.47x), spread 1.5%, band 1.5% (retest), 0.8% of copy
     //   tokens=4,d=4096: not measured; the bracket rule's choice
     //   tokens=7,d=4096: not measured; the bracket rule's choice
-    //   tokens=8,d=4096: 1.44 us (S 2.03 us, 1.41x), spread 2.1%, band 2.1% (retest), 3.2% of copy
+    //   tokens=8,d=4096: 1.50 us (S 2.11 us, 1.41x), spread 3.3%, band 3.3% (retest), 3.1% of copy
     //   tokens=11,d=4096: not measured; the bracket rule's choice
     //   tokens=15,d=4096: not measured; the bracket rule's choice
-    //   tokens=16,d=4096: 1.43 us (S 2.07 us, 1.45x), spread 0.3%, band 1.0% (retest), 6.5% of copy
+    //   tokens=16,d=4096: 1.49 us (S 2.15 us, 1.44x), spread 0.8%, band 1.0% (retest), 6.2% of copy
     //   tokens=22,d=4096: not measured; the bracket rule's choice
     //   tokens=31,d=4096: not measured; the bracket rule's choice
-    //   tokens=32,d=4096: 1.56 us (S 2.17 us, 1.39x), spread 0.4%, band 1.0% (retest), 11.9% of copy
+    //   tokens=32,d=4096: 1.55 us (S 2.21 us, 1.43x), spread 0.3%, band 1.0% (retest), 12.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 32, 2897, 5792, 2, V2::id},
     //   tokens=45,d=4096: not measured; the bracket rule's choice
     //   tokens=63,d=4096: not measured; the bracket rule's choice
-    //   tokens=64,d=4096: 1.71 us (S 2.34 us, 1.36x), spread 0.5%, band 1.0% (retest), 21.6% of copy
+    //   tokens=64,d=4096: 1.73 us (S 2.35 us, 1.36x), spread 1.5%, band 1.5% (retest), 21.5% of copy
     //   tokens=128,d=4096: not measured; the bracket rule's choice
     //   tokens=255,d=4096: not measured; the bracket rule's choice
-    //   tokens=256,d=4096: 2.86 us (S 3.59 us, 1.26x), spread 0.4%, band 1.0% (retest), 51.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 2897, 5792, 26, V26::id},
+    //   tokens=256,d=4096: 2.90 us (S 3.65 us, 1.26x), spread 0.7%, band 1.0% (retest), 51.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 2897, 5792, 25, V25::id},
     //   tokens=362,d=4096: not measured; the bracket rule's choice
     //   tokens=511,d=4096: not measured; the bracket rule's choice
-    //   tokens=512,d=4096: 4.34 us (S 5.09 us, 1.17x), spread 0.1%, band 1.0% (retest), 68.0% of copy
+    //   tokens=512,d=4096: 4.39 us (S 5.13 us, 1.17x), spread 0.8%, band 1.0% (retest), 67.6% of copy
     //   tokens=724,d=4096: not measured; the bracket rule's choice
     //   tokens=1023,d=4096: not measured; the bracket rule's choice
-    //   tokens=1024,d=4096: 7.25 us (S 7.99 us, 1.10x), spread 0.3%, band 1.0% (retest), 81.5% of copy
+    //   tokens=1024,d=4096: 7.29 us (S 8.08 us, 1.11x), spread 0.8%, band 1.0% (retest), 81.4% of copy
     //   tokens=1448,d=4096: not measured; the bracket rule's choice
     //   tokens=2047,d=4096: not measured; the bracket rule's choice
-    //   tokens=2048,d=4096: 13.1 us (S 13.8 us, 1.05x), spread 0.2%, band 1.0% (retest), 90.2% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 2897, 5792, 25, V25::id},
+    //   tokens=2048,d=4096: 13.1 us (S 13.8 us, 1.06x), spread 0.4%, band 1.0% (retest), 90.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 2897, 5792, 24, V24::id},
     //   tokens=4096,d=4096: not measured; the bracket rule's choice
     //   tokens=8191,d=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 2897, 5792, 27, V27::id},
-    //   tokens=8192,d=4096: 47.8 us (S 48.5 us, 1.01x), spread 0.2%, band 1.0% (retest), 98.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 2897, 5792, 2, V2::id},
-    //   tokens=1,d=8192: 1.33 us (S 2.32 us, 1.75x), spread 2.5%, band 2.5% (retest), 0.9% of copy
-    //   tokens=2,d=8192: 1.37 us (S 2.33 us, 1.70x), spread 0.2%, band 1.0% (retest), 1.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 2897, 5792, 26, V26::id},
+    //   tokens=8192,d=4096: 47.7 us (S 48.8 us, 1.02x), spread 0.2%, band 1.0% (retest), 99.5% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 2897, 5792, 24, V24::id},
+    //   tokens=1,d=8192: 1.40 us (S 2.38 us, 1.69x), spread 2.4%, band 2.4% (retest), 0.8% of copy
+    //   tokens=2,d=8192: 1.42 us (S 2.40 us, 1.69x), spread 2.2%, band 2.2% (retest), 1.6% of copy
     //   tokens=4,d=8192: not measured; the bracket rule's choice
     //   tokens=7,d=8192: not measured; the bracket rule's choice
-    //   tokens=8,d=8192: 1.43 us (S 2.41 us, 1.68x), spread 0.1%, band 1.0% (retest), 6.5% of copy
+    //   tokens=8,d=8192: 1.49 us (S 2.48 us, 1.67x), spread 0.8%, band 1.0% (retest), 6.2% of copy
     //   tokens=11,d=8192: not measured; the bracket rule's choice
     //   tokens=15,d=8192: not measured; the bracket rule's choice
-    //   tokens=16,d=8192: 1.55 us (S 2.45 us, 1.57x), spread 0.3%, band 1.0% (retest), 11.9% of copy
+    //   tokens=16,d=8192: 1.55 us (S 2.53 us, 1.63x), spread 0.0%, band 1.0% (retest), 11.9% of copy
     //   tokens=22,d=8192: not measured; the bracket rule's choice
     //   tokens=31,d=8192: not measured; the bracket rule's choice
-    //   tokens=32,d=8192: 1.75 us (S 2.57 us, 1.47x), spread 1.0%, band 1.0% (retest), 21.1% of copy
+    //   tokens=32,d=8192: 1.77 us (S 2.63 us, 1.48x), spread 0.0%, band 1.0% (retest), 20.9% of copy
     //   tokens=45,d=8192: not measured; the bracket rule's choice
     //   tokens=63,d=8192: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 63, 5793, 10836, 2, V2::id},
-    //   tokens=64,d=8192: 2.17 us (S 2.85 us, 1.31x), spread 0.4%, band 1.0% (retest), 34.1% of copy
+    //   tokens=64,d=8192: 2.22 us (S 2.92 us, 1.31x), spread 0.9%, band 1.0% (retest), 33.4% of copy
     //   tokens=128,d=8192: not measured; the bracket rule's choice
     //   tokens=255,d=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 255, 5793, 10836, 26, V26::id},
-    //   tokens=256,d=8192: 4.36 us (S 5.74 us, 1.32x), spread 0.3%, band 1.0% (retest), 67.8% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 5793, 10836, 25, V25::id},
+    //   tokens=256,d=8192: 4.44 us (S 5.82 us, 1.31x), spread 0.6%, band 1.0% (retest), 66.8% of copy
     //   tokens=362,d=8192: not measured; the bracket rule's choice
     //   tokens=511,d=8192: not measured; the bracket rule's choice
-    //   tokens=512,d=8192: 7.24 us (S 9.35 us, 1.29x), spread 0.3%, band 1.0% (retest), 81.6% of copy
+    //   tokens=512,d=8192: 7.30 us (S 9.47 us, 1.30x), spread 0.6%, band 1.0% (retest), 81.2% of copy
     //   tokens=724,d=8192: not measured; the bracket rule's choice
     //   tokens=1023,d=8192: not measured; the bracket rule's choice
-    //   tokens=1024,d=8192: 13.0 us (S 16.1 us, 1.23x), spread 0.3%, band 1.0% (retest), 90.6% of copy
+    //   tokens=1024,d=8192: 13.0 us (S 16.3 us, 1.25x), spread 0.2%, band 1.0% (retest), 90.9% of copy
     //   tokens=1448,d=8192: not measured; the bracket rule's choice
     //   tokens=2047,d=8192: not measured; the bracket rule's choice
-    //   tokens=2048,d=8192: 24.6 us (S 29.7 us, 1.21x), spread 0.0%, band 1.0% (retest), 96.2% of copy
+    //   tokens=2048,d=8192: 24.6 us (S 30.1 us, 1.23x), spread 0.2%, band 1.0% (retest), 96.6% of copy
     //   tokens=4096,d=8192: not measured; the bracket rule's choice
     //   tokens=8191,d=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 5793, 10836, 26, V26::id},
-    //   tokens=8192,d=8192: 93.9 us (S 110 us, 1.17x), spread 0.1%, band 1.0% (retest), 100.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 5793, 10836, 25, V25::id},
+    //   tokens=8192,d=8192: 93.7 us (S 112 us, 1.19x), spread 0.4%, band 1.0% (retest), 101.3% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 5793, 10836, 2, V2::id},
-    //   tokens=1,d=14336: 1.35 us (S 3.90 us, 2.88x), spread 1.4%, band 1.4% (retest), 1.5% of copy
-    //   tokens=2,d=14336: 1.42 us (S 3.95 us, 2.77x), spread 1.2%, band 1.2% (retest), 2.8% of copy
+    //   tokens=1,d=14336: 1.44 us (S 3.98 us, 2.77x), spread 0.9%, band 1.0% (retest), 1.4% of copy
+    //   tokens=2,d=14336: 1.48 us (S 4.03 us, 2.73x), spread 0.2%, band 1.0% (retest), 2.7% of copy
     //   tokens=4,d=14336: not measured; the bracket rule's choice
     //   tokens=7,d=14336: not measured; the bracket rule's choice
-    //   tokens=8,d=14336: 1.52 us (S 4.07 us, 2.67x), spread 0.3%, band 1.0% (retest), 10.6% of copy
+    //   tokens=8,d=14336: 1.54 us (S 4.16 us, 2.70x), spread 0.8%, band 1.0% (retest), 10.5% of copy
     //   tokens=11,d=14336: not measured; the bracket rule's choice
     //   tokens=15,d=14336: not measured; the bracket rule's choice
-    //   tokens=16,d=14336: 1.69 us (S 4.13 us, 2.44x), spread 0.7%, band 1.0% (retest), 19.1% of copy
+    //   tokens=16,d=14336: 1.71 us (S 4.25 us, 2.49x), spread 0.4%, band 1.0% (retest), 19.0% of copy
     //   tokens=22,d=14336: not measured; the bracket rule's choice
     //   tokens=31,d=14336: not measured; the bracket rule's choice
-    //   tokens=32,d=14336: 2.14 us (S 4.30 us, 2.01x), spread 0.8%, band 1.0% (retest), 30.2% of copy
+    //   tokens=32,d=14336: 2.11 us (S 4.36 us, 2.07x), spread 0.6%, band 1.0% (retest), 30.7% of copy
     //   tokens=45,d=14336: not measured; the bracket rule's choice
     //   tokens=63,d=14336: not measured; the bracket rule's choice
-    //   tokens=64,d=14336: 2.91 us (S 4.54 us, 1.56x), spread 0.9%, band 1.0% (retest), 44.4% of copy
+    //   tokens=64,d=14336: 2.92 us (S 4.61 us, 1.58x), spread 1.0%, band 1.0% (retest), 44.4% of copy
     //   tokens=128,d=14336: not measured; the bracket rule's choice
     //   tokens=255,d=14336: not measured; the bracket rule's choice
-    //   tokens=256,d=14336: 6.64 us (S 9.37 us, 1.41x), spread 0.3%, band 1.0% (retest), 77.9% of copy
+    //   tokens=256,d=14336: 6.66 us (S 9.43 us, 1.42x), spread 0.1%, band 1.0% (retest), 78.0% of copy
     //   tokens=1,d=18944: 1.44 us (S 4.08 us, 2.84x), spread 0.5%, band 1.0% (retest), 1.9% of copy
     //   tokens=2,d=18944: 1.47 us (S 4.16 us, 2.83x), spread 1.1%, band 1.1% (retest), 3.7% of copy
     //   tokens=4,d=18944: not measured; the bracket rule's choice
@@ -781,77 +767,68 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=128,d=18944: not measured; the bracket rule's choice
     //   tokens=255,d=18944: not measured; the bracket rule's choice
     //   tokens=256,d=18944: 8.33 us (S 10.6 us, 1.28x), spread 0.3%, band 1.0% (retest), 82.6% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 10837, 23305, 2, V2::id},
+    //   tokens=1,d=28672: 1.46 us (S 5.08 us, 3.47x), spread 3.0%, band 3.0% (retest), 2.8% of copy
+    //   tokens=2,d=28672: 1.49 us (S 5.17 us, 3.46x), spread 0.2%, band 1.0% (retest), 5.4% of copy
+    //   tokens=4,d=28672: not measured; the bracket rule's choice
+    //   tokens=7,d=28672: not measured; the bracket rule's choice
+    //   tokens=8,d=28672: 1.71 us (S 5.39 us, 3.15x), spread 0.3%, band 1.0% (retest), 19.0% of copy
+    //   tokens=11,d=28672: not measured; the bracket rule's choice
+    //   tokens=15,d=28672: not measured; the bracket rule's choice
+    //   tokens=16,d=28672: 2.11 us (S 5.48 us, 2.59x), spread 0.8%, band 1.0% (retest), 30.7% of copy
+    //   tokens=22,d=28672: not measured; the bracket rule's choice
+    //   tokens=31,d=28672: not measured; the bracket rule's choice
+    //   tokens=32,d=28672: 2.94 us (S 5.71 us, 1.94x), spread 0.2%, band 1.0% (retest), 44.2% of copy
+    //   tokens=45,d=28672: not measured; the bracket rule's choice
+    //   tokens=63,d=28672: not measured; the bracket rule's choice
+    //   tokens=64,d=28672: 4.17 us (S 6.21 us, 1.49x), spread 0.4%, band 1.0% (retest), 62.2% of copy
+    //   tokens=128,d=28672: not measured; the bracket rule's choice
+    //   tokens=255,d=28672: not measured; the bracket rule's choice
+    //   tokens=256,d=28672: 11.9 us (S 14.3 us, 1.20x), spread 0.2%, band 1.0% (retest), 87.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 10837, INT64_MAX, 2, V2::id},
     //   tokens=362,d=14336: not measured; the bracket rule's choice
     //   tokens=511,d=14336: not measured; the bracket rule's choice
     //   tokens=362,d=18944: not measured; the bracket rule's choice
     //   tokens=511,d=18944: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 511, 10837, 23305, 28, V28::id},
-    //   tokens=512,d=14336: 11.9 us (S 16.8 us, 1.42x), spread 0.5%, band 1.0% (retest), 87.3% of copy
+    //   tokens=362,d=28672: not measured; the bracket rule's choice
+    //   tokens=511,d=28672: not measured; the bracket rule's choice
+    {90, "NVIDIA H200", ktune::DType::bf16, 511, 10837, INT64_MAX, 27, V27::id},
+    //   tokens=512,d=14336: 11.9 us (S 16.9 us, 1.43x), spread 0.2%, band 1.0% (retest), 87.5% of copy
     //   tokens=512,d=18944: 15.1 us (S 19.2 us, 1.27x), spread 0.6%, band 1.0% (retest), 91.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 10837, 23305, 2, V2::id},
+    //   tokens=512,d=28672: 22.0 us (S 26.4 us, 1.20x), spread 0.0%, band 1.0% (retest), 94.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 512, 10837, INT64_MAX, 2, V2::id},
     //   tokens=724,d=14336: not measured; the bracket rule's choice
     //   tokens=1023,d=14336: not measured; the bracket rule's choice
     //   tokens=724,d=18944: not measured; the bracket rule's choice
     //   tokens=1023,d=18944: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 10837, 23305, 28, V28::id},
-    //   tokens=1024,d=14336: 22.0 us (S 31.0 us, 1.41x), spread 0.3%, band 1.0% (retest), 94.0% of copy
+    //   tokens=724,d=28672: not measured; the bracket rule's choice
+    //   tokens=1023,d=28672: not measured; the bracket rule's choice
+    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 10837, INT64_MAX, 27, V27::id},
+    //   tokens=1024,d=14336: 22.0 us (S 31.3 us, 1.42x), spread 0.1%, band 1.0% (retest), 94.5% of copy
     //   tokens=1024,d=18944: 28.4 us (S 36.3 us, 1.28x), spread 0.2%, band 1.0% (retest), 96.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 10837, 23305, 2, V2::id},
+    //   tokens=1024,d=28672: 42.0 us (S 50.5 us, 1.20x), spread 0.0%, band 1.0% (retest), 98.9% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 10837, INT64_MAX, 2, V2::id},
     //   tokens=1448,d=14336: not measured; the bracket rule's choice
     //   tokens=2047,d=14336: not measured; the bracket rule's choice
     //   tokens=1448,d=18944: not measured; the bracket rule's choice
     //   tokens=2047,d=18944: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 10837, 23305, 28, V28::id},
-    //   tokens=2048,d=14336: 42.1 us (S 59.0 us, 1.40x), spread 0.2%, band 1.0% (retest), 98.3% of copy
+    //   tokens=1448,d=28672: not measured; the bracket rule's choice
+    //   tokens=2047,d=28672: not measured; the bracket rule's choice
+    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 10837, INT64_MAX, 27, V27::id},
+    //   tokens=2048,d=14336: 42.0 us (S 59.6 us, 1.42x), spread 0.3%, band 1.0% (retest), 98.8% of copy
     //   tokens=2048,d=18944: 54.9 us (S 70.0 us, 1.28x), spread 0.3%, band 1.0% (retest), 100.3% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 10837, 23305, 2, V2::id},
+    //   tokens=2048,d=28672: 82.0 us (S 97.9 us, 1.19x), spread 0.2%, band 1.0% (retest), 101.3% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 10837, INT64_MAX, 2, V2::id},
     //   tokens=4096,d=14336: not measured; the bracket rule's choice
     //   tokens=8191,d=14336: not measured; the bracket rule's choice
     //   tokens=4096,d=18944: not measured; the bracket rule's choice
     //   tokens=8191,d=18944: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 10837, 23305, 29, V29::id},
-    //   tokens=8192,d=14336: 163 us (S 219 us, 1.35x), spread 0.2%, band 1.0% (retest), 101.5% of copy
-    //   tokens=8192,d=18944: 214 us (S 269 us, 1.26x), spread 0.2%, band 1.0% (retest), 103.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 10837, 23305, 2, V2::id},
-    //   tokens=1,d=28672: 1.42 us (S 4.99 us, 3.51x), spread 0.5%, band 1.0% (retest), 2.8% of copy
-    //   tokens=2,d=28672: 1.44 us (S 5.08 us, 3.54x), spread 0.1%, band 1.0% (retest), 5.6% of copy
-    //   tokens=4,d=28672: not measured; the bracket rule's choice
-    //   tokens=7,d=28672: not measured; the bracket rule's choice
-    //   tokens=8,d=28672: 1.69 us (S 5.26 us, 3.11x), spread 0.5%, band 1.0% (retest), 19.1% of copy
-    //   tokens=11,d=28672: not measured; the bracket rule's choice
-    //   tokens=15,d=28672: not measured; the bracket rule's choice
-    //   tokens=16,d=28672: 2.14 us (S 5.40 us, 2.53x), spread 1.0%, band 1.0% (retest), 30.2% of copy
-    //   tokens=22,d=28672: not measured; the bracket rule's choice
-    //   tokens=31,d=28672: not measured; the bracket rule's choice
-    //   tokens=32,d=28672: 2.92 us (S 5.61 us, 1.92x), spread 0.5%, band 1.0% (retest), 44.3% of copy
-    //   tokens=45,d=28672: not measured; the bracket rule's choice
-    //   tokens=63,d=28672: not measured; the bracket rule's choice
-    //   tokens=64,d=28672: 4.13 us (S 6.10 us, 1.48x), spread 0.5%, band 1.0% (retest), 62.6% of copy
-    //   tokens=128,d=28672: not measured; the bracket rule's choice
-    //   tokens=255,d=28672: not measured; the bracket rule's choice
-    //   tokens=256,d=28672: 11.8 us (S 14.2 us, 1.20x), spread 0.3%, band 1.0% (retest), 87.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 23306, INT64_MAX, 2, V2::id},
-    //   tokens=362,d=28672: not measured; the bracket rule's choice
-    //   tokens=511,d=28672: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 511, 23306, INT64_MAX, 28, V28::id},
-    //   tokens=512,d=28672: 22.0 us (S 26.2 us, 1.19x), spread 0.2%, band 1.0% (retest), 94.0% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 512, 23306, INT64_MAX, 2, V2::id},
-    //   tokens=724,d=28672: not measured; the bracket rule's choice
-    //   tokens=1023,d=28672: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 1023, 23306, INT64_MAX, 28, V28::id},
-    //   tokens=1024,d=28672: 42.0 us (S 50.0 us, 1.19x), spread 0.2%, band 1.0% (retest), 98.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1024, 23306, INT64_MAX, 2, V2::id},
-    //   tokens=1448,d=28672: not measured; the bracket rule's choice
-    //   tokens=2047,d=28672: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 2047, 23306, INT64_MAX, 29, V29::id},
-    //   tokens=2048,d=28672: 82.2 us (S 96.9 us, 1.18x), spread 0.2%, band 1.0% (retest), 100.7% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 2048, 23306, INT64_MAX, 2, V2::id},
     //   tokens=4096,d=28672: not measured; the bracket rule's choice
     //   tokens=8191,d=28672: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 23306, INT64_MAX, 29, V29::id},
-    //   tokens=8192,d=28672: 323 us (S 368 us, 1.14x), spread 0.1%, band 1.0% (retest), 102.5% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 23306, INT64_MAX, 2, V2::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 8191, 10837, INT64_MAX, 28, V28::id},
+    //   tokens=8192,d=14336: 162 us (S 222 us, 1.37x), spread 0.1%, band 1.0% (retest), 102.3% of copy
+    //   tokens=8192,d=18944: 214 us (S 269 us, 1.26x), spread 0.2%, band 1.0% (retest), 103.1% of copy
+    //   tokens=8192,d=28672: 322 us (S 372 us, 1.15x), spread 0.2%, band 1.0% (retest), 103.2% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 10837, INT64_MAX, 2, V2::id},
 };
 
 namespace detail {
@@ -925,7 +902,7 @@ ktune::Status with_variant(int variant, F&& f) {
     case 18: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V18, 90, 2>{}); break;
     case 19: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V19, 90, 2>{}); break;
     case 20: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V20, 90, 2>{}); break;
-    case 21: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V21, 90, 2>{}); break;
+    case 21: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V21, 90, 2>{}); break;
     case 22: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V22, 90, 2>{}); break;
     case 23: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V23, 90, 2>{}); break;
     case 24: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V24, 90, 2>{}); break;
@@ -933,7 +910,6 @@ ktune::Status with_variant(int variant, F&& f) {
     case 26: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V26, 90, 2>{}); break;
     case 27: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V27, 90, 2>{}); break;
     case 28: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V28, 90, 2>{}); break;
-    case 29: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V29, 90, 2>{}); break;
     default: break;
   }
   return f(general_config{});  // general configuration: best geometric mean, or Space::default_point
