@@ -35,7 +35,7 @@ namespace ktune::upstream {
 namespace {
 
 constexpr const char* usage_text =
-    "usage: ktune_vs_flashinfer --out DIR [--ops OP,...] [--dtypes fp32,fp16,bf16] [--rounds N] [--seed N]\n"
+    "usage: ktune_vs_flashinfer --out DIR [--ops OP,...] [--dtypes fp32,fp16,bf16] [--held-out] [--rounds N] [--seed N]\n"
     "       ktune_vs_flashinfer --list\n"
     "\n"
     "Times, per spec shape and dtype, FlashInfer's kernel as sgl-kernel launches it, ktune's original kernel S\n"
@@ -45,6 +45,7 @@ constexpr const char* usage_text =
     "  --out DIR      where the two files go (created if missing)\n"
     "  --ops LIST     ops to compare (default: all; --list names them)\n"
     "  --dtypes LIST  dtypes to compare, among those sgl-kernel dispatches for each op (default: all of them)\n"
+    "  --held-out     only the spec's held-out shapes (a held_out value in any dimension: never selected on)\n"
     "  --rounds N     interleaved timing rounds per shape, 1 to 100 (default 5)\n"
     "  --seed N       the run's seed for the inputs (default: a fresh one, recorded in flashinfer.json)\n"
     "  --list         the ops, their dtypes and shapes, without a GPU\n"
@@ -62,7 +63,7 @@ struct Options {
   std::vector<DType> dtypes;
   int rounds = 5;
   std::uint64_t seed = 0;
-  bool seed_given = false, list = false, help = false;
+  bool seed_given = false, list = false, help = false, held_out = false;
 };
 
 std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
@@ -117,6 +118,8 @@ Options parse_options(int argc, char** argv) {
       o.help = true;
     } else if (arg == "--list") {
       o.list = true;
+    } else if (arg == "--held-out") {
+      o.held_out = true;
     } else if (flag("--out")) {
       if (value.empty()) throw UsageError("--out: empty directory name");
       o.out = value;
@@ -170,7 +173,15 @@ struct Job {
   std::uint64_t seed;
 };
 
-/// Every (op, dtype, shape) the options select: the spec's shapes, in the dtypes sgl-kernel dispatches.
+/// Whether one of the shape's dimensions has a value the spec holds out of selection.
+bool held_out(const Spec& spec, const Shape& shape) {
+  for (const auto& [dim, value] : shape.dims)
+    if (spec.held_out_value(dim, value)) return true;
+  return false;
+}
+
+/// Every (op, dtype, shape) the options select: the spec's shapes (--held-out: its held-out ones), in the
+/// dtypes sgl-kernel dispatches.
 std::vector<Job> plan(const Options& o, const std::map<std::string, Spec>& specs) {
   std::vector<Job> jobs;
   for (const OpCalls& op : compared_ops()) {
@@ -182,7 +193,8 @@ std::vector<Job> plan(const Options& o, const std::map<std::string, Spec>& specs
       const bool asked = o.dtypes.empty() || std::find(o.dtypes.begin(), o.dtypes.end(), t) != o.dtypes.end();
       if (!in_spec || !asked) continue;
       for (const Shape& s : spec->second.shapes())
-        jobs.push_back({&op, &spec->second, t, s, shape_seed(o.seed, op.op + "/" + name(t) + "/" + s.key())});
+        if (!o.held_out || held_out(spec->second, s))
+          jobs.push_back({&op, &spec->second, t, s, shape_seed(o.seed, op.op + "/" + name(t) + "/" + s.key())});
     }
   }
   return jobs;
@@ -473,6 +485,7 @@ int run(int argc, char** argv) {
   if (cudaDriverGetVersion(&info.driver) != cudaSuccess || cudaRuntimeGetVersion(&info.runtime) != cudaSuccess)
     throw std::runtime_error("cannot read the CUDA driver and runtime versions");
   info.rounds = o.rounds;
+  info.held_out_only = o.held_out;
   info.seed = o.seed;
 
   Runner runner(o.rounds, static_cast<std::size_t>(dev->l2_bytes));

@@ -127,6 +127,7 @@ std::string json_text(const RunInfo& run, const std::vector<ShapeResult>& result
   j["command"] = run.command;
   j["date"] = run.date;
   j["seed"] = run.seed;
+  j["shapes"] = run.held_out_only ? "the specs' held-out shapes" : "every spec shape";
   j["ktune_commit"] = run.ktune_commit;
   j["flashinfer_commit"] = run.flashinfer_commit;
   j["flashinfer_pinned_commit"] = flashinfer_pinned_commit;
@@ -200,6 +201,9 @@ std::string markdown_text(const RunInfo& run, const std::vector<ShapeResult>& re
   if (run.flashinfer_commit != flashinfer_pinned_commit)
     md += "- **The FlashInfer built (" + run.flashinfer_commit +
           ") is not the commit sgl-kernel pins**: this is not a comparison with what sgl-kernel runs.\n";
+  if (run.held_out_only)
+    md += "- Shapes: **the specs' held-out shapes only** (`--held-out`: a held-out value in any dimension, measured "
+          "in every tune and never selected on).\n";
   md +=
       "- Three calls per shape on the same tensors: **upstream**, FlashInfer's kernel launched as sgl-kernel "
       "launches it and compiled with sgl-kernel's sm_90 flags; **S**, ktune's original kernel "
@@ -242,8 +246,8 @@ std::string markdown_text(const RunInfo& run, const std::vector<ShapeResult>& re
             dtype_list(calls.dtypes) + ".\n";
     }
     md += "\n### " + first.op + ", " + name(first.dtype) + "\n\n";
-    md += "Reproduce: `" + run.program + " --ops " + first.op + " --dtypes " + name(first.dtype) + " --rounds " +
-          std::to_string(run.rounds) + " --out DIR`\n\n";
+    md += "Reproduce: `" + run.program + " --ops " + first.op + " --dtypes " + name(first.dtype) +
+          (run.held_out_only ? " --held-out" : "") + " --rounds " + std::to_string(run.rounds) + " --out DIR`\n\n";
     md +=
         "| shape | MB | upstream (us) | S (us) | tuned (us) | S / upstream | tuned / upstream | tuned variant | check "
         "|\n";

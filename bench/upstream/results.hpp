@@ -55,6 +55,7 @@ struct RunInfo {
   std::string gpu;
   int arch = 0, sms = 0, l2_bytes = 0, driver = 0, runtime = 0;
   int rounds = 0;
+  bool held_out_only = false;  ///< --held-out: only the spec's held-out shapes were compared
   std::uint64_t seed = 0;  ///< the run's (--seed)
 };
 

@@ -1503,6 +1503,42 @@ def time_cold(fn: Callable[[], object], t: Timing, flush) -> float:
     return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1000.0
 
 
+def kernel_us_cold(fn: Callable[[], object], calls: int, flush) -> float:
+    """Mean microseconds per call of the GPU's own work in time_cold's setting: the durations of the kernels one
+    call runs (CUPTI's activity records, through torch.profiler), summed. time_cold's figure less this one is
+    what lies between the start event and the call's first kernel and between its kernels: the launch."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    sleep = getattr(torch.cuda, "_sleep", None)
+
+    def kernels(work: Callable[[], None]) -> list:
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            work()
+            torch.cuda.synchronize()
+        return [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+
+    def setting(i: int) -> None:
+        flush.fill_(i & 0x7F)
+        if sleep is not None:
+            sleep(SLEEP_CYCLES)
+
+    # The flush's and the wait's kernels, by name, so that only the calls' own remain below.
+    not_the_call = {e.name for e in kernels(lambda: setting(0))}
+
+    def cold_calls() -> None:
+        for i in range(calls):
+            setting(i)
+            fn()
+
+    fn()
+    timed = [e for e in kernels(cold_calls) if e.name not in not_the_call]
+    if not timed:
+        raise RuntimeError("the profiler recorded no kernel of the call")
+    return sum(e.time_range.elapsed_us() for e in timed) / calls
+
+
 def time_graph(fn: Callable[[], object], t: Timing) -> float:
     """Median microseconds per call of a CUDA graph of graph_calls calls back to back (no launch
     overhead; the inputs may stay in L2 between calls, as in a model's layers)."""
@@ -1630,6 +1666,25 @@ def bench_cases(mod, quick: bool, gen) -> list[BenchCase]:
     return cases
 
 
+# At small token counts a cold call is mostly its launch: there the table also splits each call's time into its
+# kernels' own time and the rest (kernel_us_cold), which says whose cost a gap to torch.compile is.
+KERNEL_SPLIT_MAX_TOKENS = 64
+
+
+def split_cold_call(row: dict, impls: dict, flush) -> None:
+    """Adds <impl>_kernel_us (and <impl>_launch_us, the cold time less it) for ktune and torch.compile to row."""
+    for impl in ("ktune", "compile"):
+        total = row.get(f"{impl}_us")
+        if impl not in impls or total is None:
+            continue
+        try:
+            kernel = kernel_us_cold(impls[impl], 20, flush)
+        except Exception as e:  # the profiler is missing or refuses: the row keeps its times
+            row["kernel_split_error"] = f"{type(e).__name__}: {first_line(e)}"
+            return
+        row[f"{impl}_kernel_us"], row[f"{impl}_launch_us"] = kernel, total - kernel
+
+
 def allow_recompiles() -> None:
     """Every shape and dtype compiles its own graph (dynamic=False); the default limit of 8 per function
     would silently send the later ones back to eager."""
@@ -1699,6 +1754,8 @@ def test_timing(mod, args, report: Report, results: dict) -> None:
                    "compile_us": cp, "ktune_GBps": case.bytes / (k * 1e3) if k else None,
                    "speedup_vs_eager": eg / k if k and eg else None, "speedup_vs_compile": cp / k if k and cp else None,
                    "variant": variant_id, "variant_source": source}
+            if mode == "cold" and case.tokens <= KERNEL_SPLIT_MAX_TOKENS:
+                split_cold_call(row, impls, flush)
             rows.append(row)
 
             print(f"{name:<18} {dname:<5} {shape:<17} {mode:<5} {cell(k, '.2f'):>9} {cell(eg, '.2f'):>9} "
@@ -1707,6 +1764,15 @@ def test_timing(mod, args, report: Report, results: dict) -> None:
                   flush=True)
     if compile_error is not None:
         print(f"torch.compile column: unavailable ({compile_error})")
+    split = [r for r in rows if "ktune_kernel_us" in r]
+    if split:
+        print(f"\ncold calls at tokens <= {KERNEL_SPLIT_MAX_TOKENS}, split: the kernels' own time (CUPTI, through "
+              "torch.profiler) + the rest of the cold time (the launch)")
+        for r in split:
+            shape = "[" + ", ".join(map(str, r["shape"])) + "]"
+            parts = [f"{impl} {r[f'{impl}_kernel_us']:.2f} + {r[f'{impl}_launch_us']:.2f}"
+                     for impl in ("ktune", "compile") if f"{impl}_kernel_us" in r]
+            print(f"  {r['op']:<18} {r['dtype']:<5} {shape:<17} " + "; ".join(parts))
     print("\nktune variants (module.variant(op, dtype, tokens, width)):")
     for line in variants:
         print("  " + line)

@@ -376,22 +376,62 @@ def capture(step: Callable[[], object]):
     return graph
 
 
-def time_graph(step: Callable[[], object], calls: int, replays: int) -> float:
-    """Median microseconds per call over `replays` replays of a graph of `calls` calls of step()'s work."""
-    graph = capture(step)
-    for _ in range(3):
-        graph.replay()
+def timed_in_turns(steps: dict[str, tuple[Callable[[], object], int]], replays: int, errors: dict,
+                   suffix: str = "") -> dict[str, float | None]:
+    """Median microseconds per call of each name's graph, the graph of `calls` calls of its step()'s work.
+    The graphs are replayed in turns, one replay of each per round: a drift of the GPU's clock over the run
+    moves them all alike, so their differences (the layer less its skeleton) keep only their own noise.
+    A step that cannot be captured gets None, and its error in errors[name + suffix]."""
+    graphs = {}
+    for name, (step, calls) in steps.items():
+        try:
+            graphs[name] = (capture(step), calls)
+        except Exception as e:
+            errors[name + suffix] = f"{type(e).__name__}: {first_line(e)}"
+    for graph, _ in graphs.values():
+        for _ in range(3):
+            graph.replay()
     torch.cuda.synchronize()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
+    events = {name: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                     for _ in range(replays)] for name in graphs}
     for i in range(replays):
-        starts[i].record()
-        graph.replay()
-        ends[i].record()
+        for name, (graph, _) in graphs.items():
+            start, end = events[name][i]
+            start.record()
+            graph.replay()
+            end.record()
     torch.cuda.synchronize()
-    per_call = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends)) * 1000.0 / calls
-    del graph
-    return per_call
+    times: dict[str, float | None] = {name: None for name in steps}
+    for name, (_, calls) in graphs.items():
+        times[name] = statistics.median(s.elapsed_time(e) for s, e in events[name]) * 1000.0 / calls
+    return times
+
+
+def repeated(step: Callable[[], object], calls: int) -> Callable[[], None]:
+    """step() `calls` times: one graph replay's fixed cost spread over as many calls as the layer's graphs."""
+    def steps():
+        for _ in range(calls):
+            step()
+
+    return steps
+
+
+def kernel_count(step: Callable[[], object], errors: dict, what: str) -> int | None:
+    """How many kernels one call of step() runs (CUPTI's records, through torch.profiler): torch.compile may
+    fuse the ops alone into fewer kernels than the serving engine's separate calls."""
+    try:
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        step()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize()
+        return sum(1 for e in prof.events() if e.device_type == DeviceType.CUDA)
+    except Exception as e:
+        errors[what] = f"{type(e).__name__}: {first_line(e)}"
+        return None
 
 
 def chained(layer: Layer, fn: Callable, calls: int) -> Callable[[], object]:
@@ -491,33 +531,20 @@ def measure(mod, model, tokens: int, args, dtype, notes: list) -> dict:
     del ref_hidden, ref_residual
     torch.cuda.empty_cache()
 
-    # 2. times in CUDA graphs: the layer (chained calls), its skeleton, the memory-bound ops alone
+    # 2. times in CUDA graphs: the layer (chained calls) of each variant and its skeleton, replayed in turns;
+    # then the memory-bound ops alone, in turns too. A step that cannot be captured is timed no further.
     calls = (2 if tokens >= 2048 else 8) if args.quick else (4 if tokens >= 2048 else 16)
-    replays = 5 if args.quick else 20
-    layer_us: dict[str, float | None] = {}
-    for name, fn in impls.items():
-        if name in errors:
-            layer_us[name] = None
-            continue
-        try:
-            layer_us[name] = time_graph(chained(layer, fn, calls), calls, replays)
-        except Exception as e:
-            errors[name] = f"{type(e).__name__}: {first_line(e)}"
-            layer_us[name] = None
-    if "compile" not in impls:
-        layer_us["compile"] = None
-    try:
-        skeleton_us = time_graph(chained(layer, lambda h, r: layer.forward(SkeletonOps(), h, r), calls), calls, replays)
-    except Exception as e:
-        errors["skeleton"] = f"{type(e).__name__}: {first_line(e)}"
-        skeleton_us = None
-    alone_us: dict[str, float | None] = {"compile": None}
-    for name, step in alone.items():
-        try:
-            alone_us[name] = time_graph(step, 1, replays * 4)
-        except Exception as e:
-            errors[f"{name} ops alone"] = f"{type(e).__name__}: {first_line(e)}"
-            alone_us[name] = None
+    replays = 5 if args.quick else (20 if tokens >= 2048 else 60)
+    steps = {name: (chained(layer, fn, calls), calls) for name, fn in impls.items() if name not in errors}
+    steps["skeleton"] = (chained(layer, lambda h, r: layer.forward(SkeletonOps(), h, r), calls), calls)
+    layer_us = timed_in_turns(steps, replays, errors)
+    skeleton_us = layer_us.pop("skeleton", None)
+    alone_us = timed_in_turns({name: (repeated(step, calls), calls) for name, step in alone.items()}, replays, errors,
+                              " ops alone")
+    for name in ("ktune", "eager", "compile"):
+        layer_us.setdefault(name, None)
+        alone_us.setdefault(name, None)
+    alone_kernels = {name: kernel_count(step, errors, name + " kernel count") for name, step in alone.items()}
 
     variants = {}
     for op in dict.fromkeys(model.memory_bound_ops()):
@@ -531,7 +558,7 @@ def measure(mod, model, tokens: int, args, dtype, notes: list) -> dict:
         notes.append(f"{model.name} T={tokens} {name}: {why}")
     row = {"model": model.name, "phase": phase, "tokens": tokens, "context": args.context if phase == "decode" else None,
            "layer_us": layer_us, "skeleton_us": skeleton_us, "ops_alone_us": alone_us, "rel_l2": rel,
-           "rel_l2_residual": rel_residual, "chained_calls": calls, "replays": replays, "ktune_variants": variants,
+           "rel_l2_residual": rel_residual, "ops_alone_kernels": alone_kernels, "chained_calls": calls, "replays": replays, "ktune_variants": variants,
            "errors": errors, "seconds": round(time.perf_counter() - started, 1)}
     del layer, impls, alone
     torch.cuda.empty_cache()

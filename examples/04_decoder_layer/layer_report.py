@@ -95,7 +95,8 @@ def derive(row: dict) -> dict:
     """Adds the derived figures to a row of measurements. The row holds `layer_us` {variant: us or None},
     `skeleton_us` (the same layer without its memory-bound ops: GEMMs, attention, the KV-cache store and the
     layout copies, which every variant runs alike), `ops_alone_us` {variant: us or None} (the memory-bound
-    ops alone, in the layer's order, in one graph) and `rel_l2` {variant: float or None}.
+    ops alone, in the layer's order, in one graph), optionally `ops_alone_kernels` {variant: count or None}
+    (the kernels they ran), and `rel_l2` {variant: float or None}.
 
     Derived: `memory_bound_us` (layer - skeleton) and its `share` of the layer, `saving_us` and
     `saving_pct` of ktune's layer against each other variant's, `memory_bound_ratio` and `ops_alone_ratio`
@@ -129,6 +130,11 @@ def derive(row: dict) -> dict:
 
 def fmt_us(x) -> str:
     return "n/a" if x is None else (f"{x:.1f}" if abs(x) >= 100 else f"{x:.2f}")
+
+
+def fmt_alone(us, kernels) -> str:
+    """The ops alone: their time, and how many kernels they ran where that was counted."""
+    return fmt_us(us) if kernels is None else f"{fmt_us(us)} ({kernels} kernels)"
 
 
 def fmt_pct(x) -> str:
@@ -167,7 +173,7 @@ def markdown(rows: list[dict]) -> str:
         lines.append(f"| {r['model']} | {r['tokens']} | {fmt_us(r.get('skeleton_us'))} | "
                      + " | ".join(f"{fmt_us(mem.get(v))} ({fmt_share(share.get(v))})" for v in VARIANTS)
                      + f" | {fmt_ratio(r['memory_bound_ratio'].get('compile'))} | "
-                     + " | ".join(fmt_us(alone.get(v)) for v in VARIANTS)
+                     + " | ".join(fmt_alone(alone.get(v), r.get("ops_alone_kernels", {}).get(v)) for v in VARIANTS)
                      + f" | {fmt_ratio(r['ops_alone_ratio'].get('compile'))} | {target} |")
     lines += ["", "### The layer's output against a float64 run of the same layer (relative L2 error)", "",
               "| model | T | ktune | eager | torch.compile | check |", "| --- | ---: | ---: | ---: | ---: | --- |"]

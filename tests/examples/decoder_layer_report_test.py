@@ -115,6 +115,9 @@ class Tables(unittest.TestCase):
         self.assertIn("| 0.50x |", text)
         self.assertIn("| met |", text)
         self.assertIn("| llama3-8b | 1 | 4.00e-03 | 5.00e-03 | 5.00e-03 | pass |", text)
+        self.assertIn("| 5.00 | 25.00 | 9.00 |", text)  # no kernel counts in these rows
+        counted = dict(row(), ops_alone_kernels={"ktune": 4, "eager": 23, "compile": None})
+        self.assertIn("| 5.00 (4 kernels) | 25.00 (23 kernels) | 9.00 |", report.markdown([report.derive(counted)]))
         s = report.summary(rows)["llama3-8b"]
         self.assertIs(s["decode_meets_target"], True)
         self.assertTrue(s["accurate"])

@@ -2,7 +2,7 @@
 // Inputs (results files under the results directory, see docs/results-schema.md):
 //   nvidia-h100-80gb-hbm3/add_bias.json (0xbe5be6236aa103c2): NVIDIA H100 80GB HBM3 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-27T08:04:13+00:00, commit a7d6ae57066b11265249bc860c9bc760432580e0-dirty
 //     cells between its measured shapes: the nearest rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
-//   nvidia-h200/add_bias.json (0xe08d1621ed5d2222): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T08:50:33+00:00, commit ee701475cec5e6d68d32df517afbfeac8d44d3cf-dirty
+//   nvidia-h200/add_bias.json (0xf90b248097a7c1a8): NVIDIA H200 (sm_90), CUDA runtime 13000, driver 13000, measured 2026-11-29T14:44:54+00:00, commit 745fab4086eccce2efaaa91a5995d3acbe826eb3-dirty
 //     cells between its measured shapes: the bracket rule, the least regret on the measured shapes and those left out of selection (docs/shapes.md; its reports' "Dispatch" section)
 // Buckets: a row serves calls with tokens <= tokens_max (geometric midpoints between measured token
 // counts; the last bucket is open-ended) and width_min <= width <= width_max (split the same way). Adjacent
@@ -36,7 +36,8 @@ struct V6 { static constexpr char id[] = "tpb_256.vb_16.rpb_1.pdl_1"; };  // fp3
 struct V7 { static constexpr char id[] = "tpb_128.vb_16.rpb_2.pdl_1"; };  // fp32, sm_90
 struct V8 { static constexpr char id[] = "tpb_256.vb_16.rpb_1.pdl_1"; };  // fp16, sm_90
 struct V9 { static constexpr char id[] = "tpb_256.vb_16.rpb_1.pdl_1"; };  // bf16, sm_90
-struct V10 { static constexpr char id[] = "tpb_256.vb_16.rpb_4.pdl_1"; };  // bf16, sm_90
+struct V10 { static constexpr char id[] = "tpb_256.vb_16.rpb_2.pdl_1"; };  // bf16, sm_90
+struct V11 { static constexpr char id[] = "tpb_256.vb_16.rpb_4.pdl_1"; };  // bf16, sm_90
 
 inline constexpr ktune::TunedEntry entries[] = {
     // NVIDIA H100 80GB HBM3 (sm_90), fp32
@@ -78,89 +79,86 @@ inline constexpr ktune::TunedEntry entries[] = {
     //   tokens=4096,d=8192: 45.4 us (S 75.7 us, 1.67x), spread 0.1%, band 1.0% (retest), 98.6% of copy
     {90, "NVIDIA H100 80GB HBM3", ktune::DType::bf16, INT64_MAX, 0, INT64_MAX, 4, V4::id},
     // NVIDIA H200 (sm_90), fp32
-    //   tokens=1,d=4096: 1.17 us (S 7.72 us, 6.62x), spread 0.7%, band 1.0% (retest), 1.0% of copy
-    {90, "NVIDIA H200", ktune::DType::f32, 1, 0, 5792, 6, V6::id},
+    //   tokens=1,d=4096: 1.21 us (S 8.07 us, 6.68x), spread 0.9%, band 1.0% (retest), 1.0% of copy
     //   tokens=4,d=4096: not measured; the bracket rule's choice
     //   tokens=15,d=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 15, 0, 5792, 0, V0::id},
-    //   tokens=16,d=4096: 1.30 us (S 7.96 us, 6.13x), spread 0.4%, band 1.0% (retest), 9.8% of copy
+    //   tokens=16,d=4096: 1.33 us (S 8.24 us, 6.19x), spread 0.4%, band 1.1% (retest), 9.6% of copy
     {90, "NVIDIA H200", ktune::DType::f32, 16, 0, 5792, 6, V6::id},
     //   tokens=64,d=4096: not measured; the bracket rule's choice
     //   tokens=255,d=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 255, 0, 5792, 0, V0::id},
-    //   tokens=256,d=4096: 3.27 us (S 9.52 us, 2.91x), spread 0.5%, band 1.0% (retest), 60.4% of copy
+    //   tokens=256,d=4096: 3.32 us (S 9.88 us, 2.98x), spread 0.9%, band 1.0% (retest), 59.7% of copy
     //   tokens=1024,d=4096: not measured; the bracket rule's choice
     //   tokens=4095,d=4096: not measured; the bracket rule's choice
-    //   tokens=4096,d=4096: 32.9 us (S 45.2 us, 1.37x), spread 0.3%, band 1.0% (retest), 95.7% of copy
+    //   tokens=4096,d=4096: 33.2 us (S 46.2 us, 1.39x), spread 0.3%, band 1.0% (retest), 95.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 0, 5792, 6, V6::id},
-    //   tokens=1,d=8192: 1.19 us (S 14.7 us, 12.39x), spread 1.2%, band 1.2% (retest), 1.9% of copy
+    //   tokens=1,d=8192: 1.24 us (S 15.2 us, 12.23x), spread 0.3%, band 1.0% (retest), 1.9% of copy
     //   tokens=4,d=8192: not measured; the bracket rule's choice
     //   tokens=15,d=8192: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f32, 15, 5793, INT64_MAX, 0, V0::id},
-    //   tokens=16,d=8192: 1.45 us (S 14.5 us, 10.01x), spread 0.4%, band 1.2% (retest), 17.5% of copy
+    //   tokens=16,d=8192: 1.44 us (S 14.8 us, 10.26x), spread 0.8%, band 1.0% (retest), 17.7% of copy
+    {90, "NVIDIA H200", ktune::DType::f32, 16, 5793, INT64_MAX, 0, V0::id},
     //   tokens=64,d=8192: not measured; the bracket rule's choice
     //   tokens=255,d=8192: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::f32, 255, 5793, INT64_MAX, 6, V6::id},
-    //   tokens=256,d=8192: 5.21 us (S 16.9 us, 3.25x), spread 0.6%, band 1.0% (retest), 75.7% of copy
+    //   tokens=256,d=8192: 5.26 us (S 17.7 us, 3.36x), spread 0.4%, band 1.0% (retest), 75.4% of copy
     //   tokens=1024,d=8192: not measured; the bracket rule's choice
     //   tokens=4095,d=8192: not measured; the bracket rule's choice
-    //   tokens=4096,d=8192: 64.5 us (S 88.8 us, 1.38x), spread 0.2%, band 1.0% (retest), 97.7% of copy
+    //   tokens=4096,d=8192: 65.0 us (S 90.8 us, 1.40x), spread 0.3%, band 1.0% (retest), 97.4% of copy
     {90, "NVIDIA H200", ktune::DType::f32, INT64_MAX, 5793, INT64_MAX, 7, V7::id},
     // NVIDIA H200 (sm_90), fp16
-    //   tokens=1,d=4096: 1.42 us (S 8.07 us, 5.69x), spread 0.7%, band 1.0% (retest), 0.4% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, 1, 0, 5792, 8, V8::id},
+    //   tokens=1,d=4096: 1.49 us (S 8.35 us, 5.60x), spread 0.4%, band 1.6% (retest), 0.4% of copy
     //   tokens=4,d=4096: not measured; the bracket rule's choice
     //   tokens=15,d=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::f16, 15, 0, 5792, 2, V2::id},
-    //   tokens=16,d=4096: 1.43 us (S 8.39 us, 5.88x), spread 0.4%, band 1.5% (retest), 4.4% of copy
+    //   tokens=16,d=4096: 1.48 us (S 8.65 us, 5.83x), spread 0.4%, band 1.0% (retest), 4.3% of copy
     //   tokens=64,d=4096: not measured; the bracket rule's choice
     //   tokens=255,d=4096: not measured; the bracket rule's choice
-    //   tokens=256,d=4096: 2.31 us (S 9.41 us, 4.08x), spread 0.2%, band 1.0% (retest), 42.8% of copy
+    //   tokens=256,d=4096: 2.38 us (S 9.78 us, 4.11x), spread 0.5%, band 1.0% (retest), 41.7% of copy
     //   tokens=1024,d=4096: not measured; the bracket rule's choice
     //   tokens=4095,d=4096: not measured; the bracket rule's choice
-    //   tokens=4096,d=4096: 17.2 us (S 37.0 us, 2.15x), spread 0.3%, band 1.0% (retest), 91.7% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, 5792, 8, V8::id},
-    //   tokens=1,d=8192: 1.44 us (S 14.7 us, 10.19x), spread 0.9%, band 1.0% (retest), 0.8% of copy
+    //   tokens=4096,d=4096: 17.4 us (S 38.0 us, 2.19x), spread 0.2%, band 1.0% (retest), 91.2% of copy
+    //   tokens=1,d=8192: 1.51 us (S 15.2 us, 10.04x), spread 1.2%, band 1.2% (retest), 0.8% of copy
     //   tokens=4,d=8192: not measured; the bracket rule's choice
     //   tokens=15,d=8192: not measured; the bracket rule's choice
-    //   tokens=16,d=8192: 1.46 us (S 14.6 us, 10.04x), spread 0.7%, band 1.0% (retest), 8.7% of copy
+    //   tokens=16,d=8192: 1.51 us (S 15.1 us, 9.95x), spread 0.9%, band 1.0% (retest), 8.4% of copy
     //   tokens=64,d=8192: not measured; the bracket rule's choice
     //   tokens=255,d=8192: not measured; the bracket rule's choice
-    //   tokens=256,d=8192: 3.28 us (S 16.2 us, 4.94x), spread 0.5%, band 1.0% (retest), 60.1% of copy
+    //   tokens=256,d=8192: 3.33 us (S 16.9 us, 5.06x), spread 0.7%, band 1.0% (retest), 59.5% of copy
     //   tokens=1024,d=8192: not measured; the bracket rule's choice
     //   tokens=4095,d=8192: not measured; the bracket rule's choice
-    //   tokens=4096,d=8192: 33.0 us (S 69.5 us, 2.11x), spread 0.5%, band 1.0% (retest), 95.6% of copy
-    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 5793, INT64_MAX, 8, V8::id},
+    //   tokens=4096,d=8192: 33.2 us (S 71.5 us, 2.15x), spread 0.4%, band 1.0% (retest), 95.4% of copy
+    {90, "NVIDIA H200", ktune::DType::f16, INT64_MAX, 0, INT64_MAX, 8, V8::id},
     // NVIDIA H200 (sm_90), bf16
-    //   tokens=1,d=4096: 1.45 us (S 8.09 us, 5.56x), spread 0.8%, band 1.0% (retest), 0.4% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 1, 0, 5792, 9, V9::id},
+    //   tokens=1,d=4096: 1.52 us (S 8.34 us, 5.48x), spread 0.8%, band 1.0% (retest), 0.4% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1, 0, 5792, 4, V4::id},
     //   tokens=4,d=4096: not measured; the bracket rule's choice
     //   tokens=15,d=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 15, 0, 5792, 4, V4::id},
-    //   tokens=16,d=4096: 1.53 us (S 8.37 us, 5.48x), spread 1.4%, band 1.4% (retest), 4.2% of copy
+    //   tokens=16,d=4096: 1.59 us (S 8.65 us, 5.44x), spread 0.3%, band 1.0% (retest), 4.0% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, 16, 0, 5792, 9, V9::id},
     //   tokens=64,d=4096: not measured; the bracket rule's choice
     //   tokens=255,d=4096: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 0, 5792, 4, V4::id},
-    //   tokens=256,d=4096: 2.30 us (S 9.40 us, 4.09x), spread 0.6%, band 1.0% (retest), 42.9% of copy
+    //   tokens=256,d=4096: 2.37 us (S 9.77 us, 4.12x), spread 1.2%, band 1.2% (retest), 41.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 256, 0, 5792, 5, V5::id},
     //   tokens=1024,d=4096: not measured; the bracket rule's choice
     //   tokens=4095,d=4096: not measured; the bracket rule's choice
-    {90, "NVIDIA H200", ktune::DType::bf16, 4095, 0, 5792, 5, V5::id},
-    //   tokens=4096,d=4096: 17.2 us (S 37.0 us, 2.15x), spread 0.4%, band 1.0% (retest), 91.8% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 4095, 0, 5792, 10, V10::id},
+    //   tokens=4096,d=4096: 17.4 us (S 38.0 us, 2.19x), spread 0.1%, band 1.0% (retest), 91.1% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 0, 5792, 9, V9::id},
-    //   tokens=1,d=8192: 1.46 us (S 14.7 us, 10.07x), spread 0.5%, band 1.0% (retest), 0.8% of copy
+    //   tokens=1,d=8192: 1.55 us (S 15.1 us, 9.80x), spread 0.8%, band 1.0% (retest), 0.7% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 1, 5793, INT64_MAX, 4, V4::id},
     //   tokens=4,d=8192: not measured; the bracket rule's choice
     //   tokens=15,d=8192: not measured; the bracket rule's choice
-    //   tokens=16,d=8192: 1.56 us (S 14.6 us, 9.33x), spread 1.1%, band 1.1% (retest), 8.1% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 16, 5793, INT64_MAX, 9, V9::id},
+    {90, "NVIDIA H200", ktune::DType::bf16, 15, 5793, INT64_MAX, 9, V9::id},
+    //   tokens=16,d=8192: 1.63 us (S 15.0 us, 9.25x), spread 1.3%, band 1.3% (retest), 7.8% of copy
     //   tokens=64,d=8192: not measured; the bracket rule's choice
     //   tokens=255,d=8192: not measured; the bracket rule's choice
     {90, "NVIDIA H200", ktune::DType::bf16, 255, 5793, INT64_MAX, 4, V4::id},
-    //   tokens=256,d=8192: 3.29 us (S 16.2 us, 4.93x), spread 0.5%, band 1.0% (retest), 59.9% of copy
-    {90, "NVIDIA H200", ktune::DType::bf16, 256, 5793, INT64_MAX, 10, V10::id},
+    //   tokens=256,d=8192: 3.33 us (S 16.9 us, 5.08x), spread 0.7%, band 1.0% (retest), 59.6% of copy
     //   tokens=1024,d=8192: not measured; the bracket rule's choice
     //   tokens=4095,d=8192: not measured; the bracket rule's choice
-    //   tokens=4096,d=8192: 33.0 us (S 69.4 us, 2.11x), spread 0.4%, band 1.0% (retest), 95.6% of copy
+    {90, "NVIDIA H200", ktune::DType::bf16, 4095, 5793, INT64_MAX, 11, V11::id},
+    //   tokens=4096,d=8192: 33.1 us (S 71.4 us, 2.15x), spread 0.3%, band 1.0% (retest), 95.5% of copy
     {90, "NVIDIA H200", ktune::DType::bf16, INT64_MAX, 5793, INT64_MAX, 9, V9::id},
 };
 
@@ -226,6 +224,7 @@ ktune::Status with_variant(int variant, F&& f) {
     case 8: if constexpr (std::is_same_v<E, __half>) return f(ktune::variant_from_id_t<Space, V8, 90, 2>{}); break;
     case 9: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V9, 90, 2>{}); break;
     case 10: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V10, 90, 2>{}); break;
+    case 11: if constexpr (std::is_same_v<E, __nv_bfloat16>) return f(ktune::variant_from_id_t<Space, V11, 90, 2>{}); break;
     default: break;
   }
   return f(general_config{});  // general configuration: best geometric mean, or Space::default_point
