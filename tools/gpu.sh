@@ -21,7 +21,8 @@
 #             (examples/02_pytorch_extension: build.py, then test_ktune_torch.py) where this machine has a
 #             PyTorch that sees a CUDA device (`python3 -c 'import torch; assert torch.cuda.is_available()'`;
 #             KTUNE_PYTHON: another interpreter, KTUNE_TORCH=0: not at all, KTUNE_TORCH_ARGS: the test's
-#             arguments, e.g. --quick or --no-bench; default the whole run, timings included)
+#             arguments; default --quick: every check, the timing on fewer shapes, so that the step fits one
+#             10-minute call; KTUNE_TORCH_ARGS="" for the whole timing, as the README's figures)
 #   tune      the halving search: screens, re-timed out-of-line screens, the finalists in interleaved
 #             rounds (make tune's run step; KTUNE_SEARCH=exhaustive: sweep, top-K, re-test as before
 #             the halving search; KTUNE_PASSES=2: twice, for the run-to-run section; KTUNE_EXHAUSTIVE_ARGS: the
@@ -225,7 +226,8 @@ joined() {
 
 # The PyTorch example (examples/02_pytorch_extension) on this machine, where a PyTorch sees a CUDA device:
 # found by `$KTUNE_PYTHON -c 'import torch; assert torch.cuda.is_available()'` (python3 unless KTUNE_PYTHON
-# names another; KTUNE_TORCH=0: never run). Then build.py and test_ktune_torch.py $KTUNE_TORCH_ARGS --json,
+# names another; KTUNE_TORCH=0: never run). Then build.py and test_ktune_torch.py $KTUNE_TORCH_ARGS --json
+# (default --quick; KTUNE_TORCH_ARGS="" for the whole timing, as the example's README figures),
 # each within KTUNE_TORCH_TIMEOUT seconds (default 420), with LD_LIBRARY_PATH as it was before the staged
 # libraries ($2). Into $1: pytorch-example.log (both, whole) and pytorch-example.json (the test's results, or
 # {"skipped": why} or {"error": what}: the summary's row). Says which PyTorch it found, or why it skips.
@@ -261,7 +263,8 @@ print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}) on {torch.cuda.g
   fi
   found=$(echo "$found" | tail -n 1)
   local args=()
-  read -r -a args <<<"${KTUNE_TORCH_ARGS-}"
+  # --quick unless asked otherwise: every check, the timing on fewer shapes, so that the step fits one call.
+  read -r -a args <<<"${KTUNE_TORCH_ARGS---quick}"
   echo "pytorch example: $found, found by $py -c 'import torch; assert torch.cuda.is_available()': build.py, then" \
     "test_ktune_torch.py${args[*]:+ ${args[*]}} (log: pytorch-example.log)"
   {

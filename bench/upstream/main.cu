@@ -417,13 +417,16 @@ std::string command_line(int argc, char** argv) {
   return s;
 }
 
-void list_ops(const std::map<std::string, Spec>& specs) {
+void list_ops(const std::map<std::string, Spec>& specs, bool held_out_only) {
   for (const OpCalls& op : compared_ops()) {
     if (!specs.count(op.op)) continue;  // not among --ops
     std::string dtypes;
     for (DType t : op.dtypes) dtypes += (dtypes.empty() ? "" : ",") + std::string(name(t));
-    std::printf("%-24s %-14s %3zu shapes   upstream: %s\n", op.op.c_str(), dtypes.c_str(),
-                specs.at(op.op).shapes().size(), op.upstream.c_str());
+    const Spec& spec = specs.at(op.op);
+    std::size_t shapes = 0;
+    for (const Shape& s : spec.shapes()) shapes += !held_out_only || held_out(spec, s);
+    std::printf("%-24s %-14s %3zu shapes   upstream: %s\n", op.op.c_str(), dtypes.c_str(), shapes,
+                op.upstream.c_str());
   }
   for (const LeftOut& l : left_out_ops) std::printf("%-24s not compared: %s\n", l.op, l.why);
 }
@@ -455,7 +458,7 @@ int run(int argc, char** argv) {
     if (o.ops.empty() || std::find(o.ops.begin(), o.ops.end(), op.op) != o.ops.end())
       specs.emplace(op.op, spec_of(op.op));
   if (o.list) {
-    list_ops(specs);
+    list_ops(specs, o.held_out);
     return 0;
   }
   const std::vector<Job> jobs = plan(o, specs);

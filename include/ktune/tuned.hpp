@@ -52,10 +52,12 @@ constexpr TunedChoice lookup(const TunedEntry (&entries)[N], int table_arch, std
                              std::int64_t tokens, std::int64_t width) noexcept {
   for (int pass = 0; pass < 2; ++pass) {
     for (const TunedEntry& e : entries) {
+      // The integer tests first: the device name (a strlen and a compare) is read only on rows that fit the
+      // call, which keeps a table of hundreds of rows within the API's host budget.
       if (e.arch != table_arch || e.dtype != dtype) continue;
+      if (width < e.width_min || width > e.width_max || tokens > e.tokens_max) continue;
       if (pass == 0 && device != e.device) continue;
-      if (width < e.width_min || width > e.width_max) continue;
-      if (tokens <= e.tokens_max) return {e.variant, e.id, pass == 0 ? TunedSource::device : TunedSource::arch};
+      return {e.variant, e.id, pass == 0 ? TunedSource::device : TunedSource::arch};
     }
   }
   return {};

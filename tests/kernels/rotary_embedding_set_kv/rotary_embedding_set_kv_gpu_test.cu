@@ -11,7 +11,7 @@
 // inputs are drawn so that every stored element differs from what it overwrites (harness.hpp).
 //
 // Sanitizer sample (one small case per pairing, every dtype, each variant once):
-//   original, tpb_256.vb_16.hpt_2.pdl_0 (default), tpb_512.vb_8.hpt_8.pdl_1, the unaligned fallback
+//   original, tpb_256.vb_16.hpt_2.pdl_0 (default), tpb_512.vb_4.hpt_8.pdl_1, the unaligned fallback
 //   compute-sanitizer --tool memcheck  ktune_gpu_tests --gtest_filter='SanitizerSample.RotaryEmbeddingSetKv'
 //   compute-sanitizer --tool racecheck ktune_gpu_tests --gtest_filter='SanitizerSample.RotaryEmbeddingSetKv'
 #include <cuda_runtime.h>
@@ -428,7 +428,7 @@ TEST(SanitizerSample, RotaryEmbeddingSetKv) {
   KTUNE_REQUIRE_GPU();
   const std::vector<Case> sample = {{"sample", 5, 4, 2, 64, 64, 7, 9, true, true, true, 8},
                                     {"sample_gptj", 5, 4, 2, 64, 32, 7, 6, false}};
-  const std::vector<std::string> common = {"original", "tpb_256.vb_16.hpt_2.pdl_0", "tpb_512.vb_8.hpt_8.pdl_1"};
+  const std::vector<std::string> common = {"original", "tpb_256.vb_16.hpt_2.pdl_0", "tpb_512.vb_4.hpt_8.pdl_1"};
   auto with = [&](const char* unaligned) {
     auto ids = common;
     ids.push_back(unaligned);

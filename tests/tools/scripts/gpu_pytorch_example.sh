@@ -59,8 +59,8 @@ run() {  # FAKE, expected exit code, then patterns the output must hold
 
 run passes 0 "found by .*import torch; assert torch.cuda.is_available" "PyTorch 2.11.0\+cu130 .* on NVIDIA H200" \
   "^1523 passed, 0 failed" "^pytorch example \(test_ktune_torch.py\) +1523 +0 +0$" "^total +2 +0"
-grep -q "build.py" "$work/calls" && grep -q "test_ktune_torch.py --json" "$work/calls" ||
-  fail "passes: build.py and test_ktune_torch.py --json were not both run: $(cat "$work/calls")"
+grep -q "build.py" "$work/calls" && grep -q "test_ktune_torch.py --quick --json" "$work/calls" ||
+  fail "passes: build.py and test_ktune_torch.py --quick --json were not both run: $(cat "$work/calls")"
 [ "$(grep -n build.py "$work/calls" | cut -d: -f1)" -lt "$(grep -n test_ktune_torch "$work/calls" | cut -d: -f1)" ] ||
   fail "passes: test_ktune_torch.py ran before build.py"
 run fails 1 "^FAIL apply_rope" "^pytorch example \(test_ktune_torch.py\) +1490 +1 +0$"
@@ -74,5 +74,7 @@ KTUNE_TORCH=0 run disabled 0 "skipped \(KTUNE_TORCH=0\)" "^pytorch example .* +0
 [ -s "$work/calls" ] && fail "disabled: the interpreter was run: $(cat "$work/calls")"
 KTUNE_TORCH_ARGS="--quick --no-compile" run passes 0 "test_ktune_torch.py --quick --no-compile"
 grep -q "test_ktune_torch.py --quick --no-compile --json" "$work/calls" || fail "KTUNE_TORCH_ARGS not passed: $(cat "$work/calls")"
+KTUNE_TORCH_ARGS= run passes 0 "then test_ktune_torch.py \(log"
+grep -q "test_ktune_torch.py --json" "$work/calls" || fail "KTUNE_TORCH_ARGS='' is not the whole run: $(cat "$work/calls")"
 KTUNE_PYTHON="$work/none" run absent 0 "skipped: no $work/none" "^pytorch example .* +0 +0 +1 +no $work/none"
 echo "PASS: the PyTorch example runs where a CUDA PyTorch is found, skips with the reason elsewhere, its row in the summary"
