@@ -558,8 +558,8 @@ def measure(mod, model, tokens: int, args, dtype, notes: list) -> dict:
         notes.append(f"{model.name} T={tokens} {name}: {why}")
     row = {"model": model.name, "phase": phase, "tokens": tokens, "context": args.context if phase == "decode" else None,
            "layer_us": layer_us, "skeleton_us": skeleton_us, "ops_alone_us": alone_us, "rel_l2": rel,
-           "rel_l2_residual": rel_residual, "ops_alone_kernels": alone_kernels, "chained_calls": calls, "replays": replays, "ktune_variants": variants,
-           "errors": errors, "seconds": round(time.perf_counter() - started, 1)}
+           "rel_l2_residual": rel_residual, "ops_alone_kernels": alone_kernels, "chained_calls": calls,
+           "replays": replays, "ktune_variants": variants, "errors": errors, "seconds": round(time.perf_counter() - started, 1)}
     del layer, impls, alone
     torch.cuda.empty_cache()
     return row

@@ -252,4 +252,24 @@ TEST(Dispatch, TheReportComputesTheComparisonOnceForBothIndexPages) {
   EXPECT_NE(index_html("nvidia-h200", {&in}, {}, &handed).find("<p>handed html</p>"), std::string::npos);
 }
 
+TEST(Dispatch, TheHeldOutTableNamesTheShapeSlowestAgainstS) {
+  LoadedResults in;
+  in.label = "nvidia-h200/toyop.json";
+  in.selection.op = "toyop";
+  in.selection.gpu = "NVIDIA H200";
+  in.selection.gpu_slug = "nvidia-h200";
+  DTypeResult d = two_regimes();
+  // Held out at 8 tokens, whichever variant the rule answers there: at width 2048 both take 1.5 us and S 1.2 us
+  // (1.25x S's time), at width 1024 S is twice the slower one.
+  for (std::int64_t w : {1024, 2048}) {
+    ShapeResult h = w == 2048 ? shape(8, w, 1.5, 1.5) : shape(8, w, 1.0, 1.3);
+    if (w == 2048) h.variants.front().sweep->median_us = 1.2;
+    h.held_out = true;
+    d.shapes.push_back(h);
+  }
+  in.selection.dtypes = {d};
+  const std::string md = dispatch_section({&in}).markdown;
+  EXPECT_NE(md.find("| 1.250x S's time (tokens=8,d=2048) |"), std::string::npos) << md;
+}
+
 }  // namespace

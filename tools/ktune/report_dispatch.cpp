@@ -51,6 +51,7 @@ std::vector<Part> dispatch_parts(const std::vector<const LoadedResults*>& ops) {
       double log_sum = 0;
       int n = 0;
       std::optional<double> slowest;
+      const ShapeResult* slowest_at = nullptr;
       for (const ShapeResult& s : d.shapes) {
         if (!s.held_out) continue;
         std::string id = fit.choose(s.tokens, s.width);
@@ -61,7 +62,10 @@ std::vector<Part> dispatch_parts(const std::vector<const LoadedResults*>& ops) {
           log_sum += std::log(p->first / p->second);
           ++n;
           const double against = p->second / p->first;  // > 1: slower than S
-          slowest = slowest ? std::max(*slowest, against) : against;
+          if (!slowest || against > *slowest) {
+            slowest = against;
+            slowest_at = &s;
+          }
         }
       }
       if (sc.regrets.empty() && !sc.unmeasured) continue;
@@ -69,7 +73,7 @@ std::vector<Part> dispatch_parts(const std::vector<const LoadedResults*>& ops) {
                         fmt::format("{}{}", sc.regrets.size() + sc.unmeasured,
                                     sc.unmeasured ? fmt::format(" ({} not measured)", sc.unmeasured) : ""),
                         pct(sc.p95()), pct(sc.max()), n ? opt_x(std::exp(log_sum / n)) : "–",
-                        slowest ? fmt::format("{}x S's time", fixed(*slowest, 3)) : "–"});
+                        slowest ? fmt::format("{}x S's time ({})", fixed(*slowest, 3), slowest_at->key) : "–"});
     }
   if (!h.rows.empty()) {
     parts.push_back({fmt::format("The held-out shapes (the spec's `held_out` values, measured in every tune and never "
