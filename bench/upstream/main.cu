@@ -36,7 +36,7 @@ namespace {
 
 constexpr const char* usage_text =
     "usage: ktune_vs_flashinfer --out DIR [--ops OP,...] [--dtypes fp32,fp16,bf16] [--held-out] [--rounds N] [--seed N]\n"
-    "       ktune_vs_flashinfer --list\n"
+    "       ktune_vs_flashinfer --list [--ops OP,...] [--held-out]\n"
     "\n"
     "Times, per spec shape and dtype, FlashInfer's kernel as sgl-kernel launches it, ktune's original kernel S\n"
     "and ktune's tuned dispatch on one GPU, after checking that their outputs agree, and writes\n"
