@@ -50,7 +50,7 @@ std::vector<Part> dispatch_parts(const std::vector<const LoadedResults*>& ops) {
       RuleScore sc;
       double log_sum = 0;
       int n = 0;
-      std::optional<double> slowest;
+      double slowest = 0;  // the largest time over S's, at slowest_at (none measured: nullptr)
       const ShapeResult* slowest_at = nullptr;
       for (const ShapeResult& s : d.shapes) {
         if (!s.held_out) continue;
@@ -62,7 +62,7 @@ std::vector<Part> dispatch_parts(const std::vector<const LoadedResults*>& ops) {
           log_sum += std::log(p->first / p->second);
           ++n;
           const double against = p->second / p->first;  // > 1: slower than S
-          if (!slowest || against > *slowest) {
+          if (!slowest_at || against > slowest) {
             slowest = against;
             slowest_at = &s;
           }
@@ -73,7 +73,7 @@ std::vector<Part> dispatch_parts(const std::vector<const LoadedResults*>& ops) {
                         fmt::format("{}{}", sc.regrets.size() + sc.unmeasured,
                                     sc.unmeasured ? fmt::format(" ({} not measured)", sc.unmeasured) : ""),
                         pct(sc.p95()), pct(sc.max()), n ? opt_x(std::exp(log_sum / n)) : "–",
-                        slowest ? fmt::format("{}x S's time ({})", fixed(*slowest, 3), slowest_at->key) : "–"});
+                        slowest_at ? fmt::format("{}x S's time ({})", fixed(slowest, 3), slowest_at->key) : "–"});
     }
   if (!h.rows.empty()) {
     parts.push_back({fmt::format("The held-out shapes (the spec's `held_out` values, measured in every tune and never "
